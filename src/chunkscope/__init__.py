@@ -1,0 +1,87 @@
+"""chunkscope — make the StreamChunk protocol of LLM adapters visible and trustworthy.
+
+``import chunkscope as cs`` is the one public face. Names are loaded lazily,
+so ``import chunkscope`` stays cheap and the protocol layer never pulls in
+Jupyter or pandas.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# name -> module that defines it (relative to this package)
+_EXPORTS: dict[str, str] = {
+    # protocol: vocabulary
+    **dict.fromkeys(
+        [
+            "StreamChunk", "AnyChunk", "ChunkLike", "BlockStart", "TextDelta", "ReasoningDelta",
+            "ToolCallDelta", "BlockEnd", "Usage", "Finish", "TextBlock", "ReasoningBlock",
+            "ToolCallBlock", "ToolResultBlock", "ContentBlock", "TokenUsage", "FinishReason",
+            "LlmFailure", "CallId", "parse_chunk", "parse_block", "chunk_to_dict", "block_to_dict",
+        ],
+        ".protocol._chunks",
+    ),
+    **dict.fromkeys(["Message", "parse_message"], ".protocol._messages"),
+    **dict.fromkeys(["LlmError", "ERROR_CODES", "ErrorCode", "error_chain"], ".protocol._errors"),
+    **dict.fromkeys(["check", "validated", "Violation", "RULES", "Rule", "Checker"], ".protocol._rules"),
+    **dict.fromkeys(["BlockAssembler", "collect", "StreamResult"], ".protocol._assembly"),
+    **dict.fromkeys(["read_chunks", "write_chunks", "ChunkFileError"], ".protocol._jsonl"),
+    # adapters
+    **dict.fromkeys(
+        [
+            "LlmAdapter", "GenerateOptions", "AbortController", "AbortSignal", "ModelInfo",
+            "ReasoningInfo", "ReasoningEffort", "ToolSpec", "attribution_headers",
+        ],
+        ".adapters._base",
+    ),
+    "OpenAICompatAdapter": ".adapters.openai_compat",
+    "AnthropicAdapter": ".adapters.anthropic",
+    "ScriptedAdapter": ".adapters.scripted",
+    **dict.fromkeys(["ReplayAdapter", "RecordingAdapter"], ".adapters.recording"),
+    # provider
+    **dict.fromkeys(["LocalProvider", "SCENARIOS"], ".provider"),
+    # notebook
+    **dict.fromkeys(["Timeline", "show"], ".notebook"),
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chunkscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .adapters._base import (
+        AbortController, AbortSignal, GenerateOptions, LlmAdapter, ModelInfo, ReasoningEffort,
+        ReasoningInfo, ToolSpec, attribution_headers,
+    )
+    from .adapters.anthropic import AnthropicAdapter
+    from .adapters.openai_compat import OpenAICompatAdapter
+    from .adapters.recording import RecordingAdapter, ReplayAdapter
+    from .adapters.scripted import ScriptedAdapter
+    from .notebook import Timeline, show
+    from .protocol._assembly import BlockAssembler, StreamResult, collect
+    from .protocol._chunks import (
+        AnyChunk, BlockEnd, BlockStart, CallId, ChunkLike, ContentBlock, Finish, FinishReason,
+        LlmFailure, ReasoningBlock, ReasoningDelta, StreamChunk, TextBlock, TextDelta, TokenUsage,
+        ToolCallBlock, ToolCallDelta, ToolResultBlock, Usage, block_to_dict, chunk_to_dict,
+        parse_block, parse_chunk,
+    )
+    from .protocol._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
+    from .protocol._jsonl import ChunkFileError, read_chunks, write_chunks
+    from .protocol._messages import Message, parse_message
+    from .protocol._rules import RULES, Checker, Rule, Violation, check, validated
+    from .provider import SCENARIOS, LocalProvider

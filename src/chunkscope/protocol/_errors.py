@@ -1,0 +1,226 @@
+"""``LlmError`` and the error-code registry.
+
+Adapters raise ``LlmError(message, code)`` for every transport and protocol
+failure. The ``code`` is the contract — route on it, never parse the message.
+Once published, a code never changes meaning and is never removed.
+
+=============================  ==========================================================  =========
+code                           when                                                        retryable
+=============================  ==========================================================  =========
+PROVIDER_HTTP_ERROR            generic non-2xx (the seed's code)                            no
+AUTH                           HTTP 401/403                                                 no
+RATE_LIMIT                     HTTP 429 (not quota wording)                                 yes
+QUOTA                          balance / quota / credits exhausted (any status)             no
+CONTEXT_WINDOW_EXCEEDED        400 whose detail says the context window is exceeded         no
+INVALID_REQUEST                other 400, 413                                               no
+SERVER                         5xx                                                          yes
+HTTP_<status>                  any other non-2xx                                            no
+TIMEOUT                        no bytes for the idle timeout                                yes
+TRANSPORT                      connection refused, reset, TLS, DNS                          yes
+ABORTED                        the caller's signal aborted the call                         no
+STREAM_CLOSED                  the SSE stream ended without ``[DONE]``                      yes
+MALFORMED_RESPONSE             a payload that is not JSON or not the wire shape             no
+EMPTY_RESPONSE                 a completed response with no content at all                  yes
+MISSING_CREDENTIAL             no API key                                                   no
+INVALID_CREDENTIAL             an API key no header can carry                               no
+UNSUPPORTED_OPTION             a GenerateOptions field the adapter cannot honour            no
+UNSUPPORTED_REASONING_EFFORT   an effort the model does not advertise                       no
+NO_ADAPTER                     no adapter registered for the provider                       no
+DUPLICATE_ADAPTER              a provider registered twice                                  no
+PROTOCOL_VIOLATION             a stream broke a protocol rule (carries ``.violations``)     no
+UNKNOWN                        an adapter raised something that is not an LlmError          no
+=============================  ==========================================================  =========
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._chunks import LlmFailure
+
+if TYPE_CHECKING:
+    from ._rules import Violation
+
+if sys.version_info < (3, 11):  # pragma: no cover - BaseExceptionGroup is builtin from 3.11
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = ["ErrorCode", "ERROR_CODES", "LlmError", "error_chain", "is_retryable", "http_status_code"]
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One registered error code: what it means and whether retrying may help."""
+
+    code: str
+    description: str
+    retryable: bool
+
+
+def _codes(*rows: tuple[str, str, bool]) -> dict[str, ErrorCode]:
+    return {code: ErrorCode(code, description, retryable) for code, description, retryable in rows}
+
+
+ERROR_CODES: dict[str, ErrorCode] = _codes(
+    ("PROVIDER_HTTP_ERROR", "The provider answered with a non-2xx status (the seed's generic code).", False),
+    ("AUTH", "The provider rejected the credentials (HTTP 401 or 403).", False),
+    ("RATE_LIMIT", "The provider is rate-limiting this client (HTTP 429); wait and retry.", True),
+    ("QUOTA", "The account's balance, quota or credits are exhausted; retrying will not help.", False),
+    ("CONTEXT_WINDOW_EXCEEDED", "The request does not fit the model's context window.", False),
+    ("INVALID_REQUEST", "The provider rejected the request as malformed (HTTP 400 or 413).", False),
+    ("SERVER", "The provider failed internally (HTTP 5xx).", True),
+    ("HTTP_<status>", "Any other non-2xx status, e.g. HTTP_404; the status is in the code.", False),
+    ("TIMEOUT", "No bytes arrived within the idle timeout.", True),
+    ("TRANSPORT", "The connection failed: refused, reset, TLS or DNS.", True),
+    ("ABORTED", "The caller's abort signal cancelled the call.", False),
+    ("STREAM_CLOSED", "The event stream ended before its terminator ([DONE] / message_stop).", True),
+    ("MALFORMED_RESPONSE", "A payload was not valid JSON or not the provider's wire shape.", False),
+    ("EMPTY_RESPONSE", "A completed response carried no content at all.", True),
+    ("MISSING_CREDENTIAL", "No API key was given or found in the environment.", False),
+    ("INVALID_CREDENTIAL", "The API key cannot be sent (e.g. characters no HTTP header can carry).", False),
+    ("UNSUPPORTED_OPTION", "A GenerateOptions field is set that this adapter cannot honour.", False),
+    ("UNSUPPORTED_REASONING_EFFORT", "The requested reasoning effort is not one the model lists.", False),
+    ("NO_ADAPTER", "No adapter is registered for the requested provider.", False),
+    ("DUPLICATE_ADAPTER", "An adapter is already registered for that provider.", False),
+    ("PROTOCOL_VIOLATION", "The stream broke a StreamChunk rule; see .violations.", False),
+    ("UNKNOWN", "An adapter raised something that is not an LlmError (a defect to fix).", False),
+)
+"""Every code the library defines: code → ``ErrorCode``. Add codes; never rename or remove."""
+
+def is_retryable(code: str) -> bool:
+    """Default retryability of ``code``; unknown codes (and ``HTTP_<n>``) are not retryable."""
+    info = ERROR_CODES.get(code)
+    return info.retryable if info is not None else False
+
+
+def http_status_code(status: int) -> str:
+    """The code for a non-2xx HTTP status alone (no body wording considered)."""
+    if status in (401, 403):
+        return "AUTH"
+    if status == 429:
+        return "RATE_LIMIT"
+    if status in (400, 413):
+        return "INVALID_REQUEST"
+    if 500 <= status <= 599:
+        return "SERVER"
+    return f"HTTP_{status}"
+
+
+class LlmError(Exception):
+    """A transport or protocol failure with a stable machine-routable ``code``.
+
+    ``status`` is the HTTP status, ``retry_after_ms`` the provider-requested
+    delay, ``request_id`` the provider's request id; ``cause`` chains the
+    underlying exception (also set as ``__cause__``). ``violations`` is set for
+    ``PROTOCOL_VIOLATION``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: str,
+        *,
+        status: int | None = None,
+        retry_after_ms: float | None = None,
+        request_id: str | None = None,
+        cause: BaseException | None = None,
+        violations: list[Violation] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.retry_after_ms = retry_after_ms if retry_after_ms is None or retry_after_ms > 0 else None
+        self.request_id = request_id
+        self.violations: list[Violation] = list(violations) if violations else []
+        if cause is not None:
+            self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The underlying exception, if any."""
+        return self.__cause__
+
+    @property
+    def retryable(self) -> bool:
+        """The registry's default retryability for this code."""
+        return is_retryable(self.code)
+
+    @property
+    def failure(self) -> LlmFailure:
+        """The serializable form, as carried by an ``error`` / ``aborted`` finish."""
+        status = self.status if self.status is not None and 100 <= self.status <= 599 else None
+        return LlmFailure(
+            message=self.message,
+            code=self.code,
+            status=status,
+            provider_retry_after_ms=self.retry_after_ms,
+            request_id=self.request_id,
+        )
+
+    @classmethod
+    def from_failure(cls, failure: LlmFailure) -> LlmError:
+        """Rebuild an error from its serializable form."""
+        return cls(
+            failure.message,
+            failure.code,
+            status=failure.status,
+            retry_after_ms=failure.provider_retry_after_ms,
+            request_id=failure.request_id,
+        )
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {name}={value!r}"
+            for name, value in (
+                ("status", self.status),
+                ("retry_after_ms", self.retry_after_ms),
+                ("request_id", self.request_id),
+            )
+            if value is not None
+        )
+        return f"LlmError({self.message!r}, {self.code!r}{extra})"
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.message, self.code, self.status, self.retry_after_ms, self.request_id))
+
+
+def _rebuild(
+    message: str, code: str, status: int | None, retry_after_ms: float | None, request_id: str | None
+) -> LlmError:
+    return LlmError(message, code, status=status, retry_after_ms=retry_after_ms, request_id=request_id)
+
+
+def error_chain(exc: BaseException) -> str:
+    """Render ``exc`` with its whole cause chain: ``outer: cause: root``.
+
+    A cause whose text repeats its wrapper's verbatim is skipped; exception
+    groups list their members in brackets; cycles render as ``<circular cause>``.
+    For display only — route on ``LlmError.code``, never on this text.
+    """
+    path: set[int] = set()
+
+    def render(current: BaseException) -> str:
+        if id(current) in path:
+            return "<circular cause>"
+        path.add(id(current))
+        try:
+            text = current.message if isinstance(current, LlmError) else str(current)
+            message = text or type(current).__name__
+            members = ""
+            if isinstance(current, BaseExceptionGroup) and current.exceptions:
+                members = " [" + "; ".join(render(e) for e in current.exceptions) + "]"
+            nxt = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+            cause_text = render(nxt) if nxt is not None else ""
+            cause = f": {cause_text}" if cause_text and cause_text != message else ""
+            return f"{message}{members}{cause}"
+        except Exception:  # a hostile __str__ must not break a diagnostic
+            return "<unrenderable exception>"
+        finally:
+            path.discard(id(current))
+
+    return render(exc)
