@@ -1,0 +1,14 @@
+"""The local provider: a real loopback HTTP server with scripted replies and faults.
+
+``LocalProvider`` serves the DeepSeek/OpenAI chat completions wire and the
+Anthropic Messages wire on 127.0.0.1; the request's model name picks one of
+``SCENARIOS`` (documented as one table in ``docs/scenarios.md``). It imports
+nothing from ``chunkscope.adapters``: it is the independent judge of them.
+"""
+
+from __future__ import annotations
+
+from ._scenarios import SCENARIOS, Expected, Scenario, get_scenario
+from ._server import LocalProvider
+
+__all__ = ["LocalProvider", "SCENARIOS", "Scenario", "Expected", "get_scenario"]

@@ -1,0 +1,257 @@
+"""Render a neutral script as Anthropic Messages (SSE events or one JSON body).
+
+``message_start`` (usage: ``input_tokens`` uncached, ``cache_read_input_tokens``
+only when the script reports a cache hit), a ``ping``, then one content block
+at a time: ``content_block_start`` (``thinking`` with an empty signature,
+``text``, or ``tool_use`` with id, name and ``input: {}``),
+``content_block_delta`` (``thinking_delta``, ``text_delta``,
+``input_json_delta``), a ``signature_delta`` before a thinking block stops,
+``content_block_stop``; then ``message_delta`` (``stop_reason``, output usage,
+``output_tokens_details.thinking_tokens`` when the script reports reasoning
+tokens) and ``message_stop``.
+
+Blocks are sequential on this wire, so tool-call fragments that alternate in a
+script are grouped per call here; a call the script never gives an id gets one
+(``toolu_chunkscope_<slot>``), since a ``tool_use`` block always has an id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ._openai_wire import Frame
+from ._scenarios import (
+    Drop,
+    Finish,
+    Malformed,
+    Reasoning,
+    Script,
+    Stall,
+    Step,
+    StreamError,
+    Text,
+    Tool,
+    ToolCall,
+    Truncate,
+    WireFinish,
+    WireUsage,
+    collect_steps,
+)
+
+__all__ = ["anthropic_stream", "anthropic_body", "STOP_REASONS", "THINKING_SIGNATURE", "IN_STREAM_ERROR"]
+
+STOP_REASONS: dict[WireFinish, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+"""Neutral finish → Anthropic ``stop_reason``."""
+
+THINKING_SIGNATURE = "Y2h1bmtzY29wZS1sb2NhbA=="
+"""The opaque signature every thinking block carries."""
+
+MALFORMED_PAYLOAD = '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "un'
+"""The ``fault-malformed`` payload: JSON cut short."""
+
+IN_STREAM_ERROR: dict[str, Any] = {
+    "type": "error",
+    "error": {"type": "overloaded_error", "message": "Overloaded"},
+}
+"""The ``event: error`` payload ``fault-in-stream-error`` sends inside its 200 stream."""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _event(name: str, payload: Any) -> str:
+    return f"event: {name}\ndata: {_dumps(payload)}\n\n"
+
+
+# Text and thinking fragments are most of a stream: only their string is encoded per event.
+_DELTA_HEAD = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+_TEXT_DELTA = ',"delta":{"type":"text_delta","text":'
+_THINKING_DELTA = ',"delta":{"type":"thinking_delta","thinking":'
+
+
+def _sequential(steps: Sequence[Step]) -> Iterator[Step]:
+    """Group each run of tool fragments by call (first-seen order), since blocks cannot interleave."""
+    run: list[Tool] = []
+    for step in _with_end(steps):
+        if isinstance(step, Tool):
+            run.append(step)
+            continue
+        if run:
+            first_seen = {slot: i for i, slot in reversed(list(enumerate(t.slot for t in run)))}
+            yield from sorted(run, key=lambda t: first_seen[t.slot])
+            run = []
+        if step is not None:
+            yield step
+
+
+def _with_end(steps: Sequence[Step]) -> Iterator[Step | None]:
+    yield from steps
+    yield None
+
+
+def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
+    ids: dict[int, tuple[str, str]] = {}
+    for call in collect_steps(steps).tools:
+        ids[call.slot] = (call.id or f"toolu_chunkscope_{call.slot}", call.name or "")
+    return ids
+
+
+def _start_usage(usage: WireUsage) -> dict[str, Any]:
+    out: dict[str, Any] = {"input_tokens": usage.prompt - (usage.cached or 0), "output_tokens": 0}
+    if usage.cached is not None:
+        out["cache_read_input_tokens"] = usage.cached
+    return out
+
+
+def _final_usage(usage: WireUsage) -> dict[str, Any]:
+    out: dict[str, Any] = {"output_tokens": usage.completion}
+    if usage.reasoning is not None:
+        out["output_tokens_details"] = {"thinking_tokens": usage.reasoning}
+    return out
+
+
+def anthropic_stream(script: Script, *, model: str, message_id: str) -> Iterator[Frame]:
+    """The SSE events of ``script`` on the Messages wire, in order."""
+    ids = _tool_ids(script.steps)
+    yield _event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": _start_usage(script.usage),
+            },
+        },
+    )
+    yield _event("ping", {"type": "ping"})
+    index = -1
+    open_key: tuple[str, int] | None = None  # (block kind, tool slot)
+
+    def close() -> Iterator[str]:
+        if open_key is None:
+            return
+        if open_key[0] == "thinking":
+            yield _delta(index, {"type": "signature_delta", "signature": THINKING_SIGNATURE})
+        yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def start(block: dict[str, Any]) -> str:
+        return _event(
+            "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+        )
+
+    for step in _sequential(script.steps):
+        if isinstance(step, (Reasoning, Text, Tool)):
+            key = (
+                ("tool", step.slot)
+                if isinstance(step, Tool)
+                else (("thinking", -1) if isinstance(step, Reasoning) else ("text", -1))
+            )
+            if key != open_key:
+                yield from close()
+                index += 1
+                open_key = key
+                if isinstance(step, Reasoning):
+                    yield start({"type": "thinking", "thinking": "", "signature": ""})
+                elif isinstance(step, Text):
+                    yield start({"type": "text", "text": ""})
+                else:
+                    call_id, name = ids[step.slot]
+                    yield start({"type": "tool_use", "id": call_id, "name": name, "input": {}})
+            if isinstance(step, Text):
+                yield f"{_DELTA_HEAD}{index}{_TEXT_DELTA}{_dumps(step.text)}}}}}\n\n"
+            elif isinstance(step, Reasoning):
+                yield f"{_DELTA_HEAD}{index}{_THINKING_DELTA}{_dumps(step.text)}}}}}\n\n"
+            elif step.arguments is not None:
+                yield _delta(index, {"type": "input_json_delta", "partial_json": step.arguments})
+        elif isinstance(step, Finish):
+            yield from close()
+            yield _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
+                    "usage": _final_usage(script.usage),
+                },
+            )
+            yield _event("message_stop", {"type": "message_stop"})
+            return
+        elif isinstance(step, Malformed):
+            yield f"event: content_block_delta\ndata: {MALFORMED_PAYLOAD}\n\n"
+            return
+        elif isinstance(step, StreamError):
+            yield _event("error", IN_STREAM_ERROR)
+            return
+        elif isinstance(step, (Stall, Drop)):
+            yield step
+            if isinstance(step, Drop):
+                return
+        elif isinstance(step, Truncate):
+            return
+
+
+def _delta(index: int, delta: dict[str, Any]) -> str:
+    return _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+
+
+def _tool_block(call: ToolCall, ids: dict[int, tuple[str, str]]) -> dict[str, Any]:
+    call_id, name = ids[call.slot]
+    return {"type": "tool_use", "id": call_id, "name": name, "input": json.loads(call.arguments or "{}")}
+
+
+def anthropic_body(script: Script, *, model: str, message_id: str) -> dict[str, Any]:
+    """The non-streaming ``message`` body of ``script`` (its content up to any fault)."""
+    ids = _tool_ids(script.steps)
+    content: list[dict[str, Any]] = []
+    kind: str | None = None
+    for step in collect_steps_in_order(script.steps):
+        if isinstance(step, Reasoning):
+            if kind != "thinking":
+                content.append({"type": "thinking", "thinking": "", "signature": THINKING_SIGNATURE})
+            content[-1]["thinking"] += step.text
+            kind = "thinking"
+        elif isinstance(step, Text):
+            if kind != "text":
+                content.append({"type": "text", "text": ""})
+            content[-1]["text"] += step.text
+            kind = "text"
+    for call in collect_steps(script.steps).tools:
+        content.append(_tool_block(call, ids))
+    finish = collect_steps(script.steps).finish
+    usage = {**_start_usage(script.usage), **_final_usage(script.usage)}
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": STOP_REASONS[finish] if finish is not None else None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def collect_steps_in_order(steps: Sequence[Step]) -> list[Step]:
+    """The content steps before the script's finish or its ending fault."""
+    out: list[Step] = []
+    for step in steps:
+        if isinstance(step, (Reasoning, Text, Tool)):
+            out.append(step)
+        elif isinstance(step, Stall):
+            continue
+        else:
+            break
+    return out

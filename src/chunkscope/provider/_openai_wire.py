@@ -1,0 +1,193 @@
+"""Render a neutral script as DeepSeek/OpenAI chat completions (SSE chunks or one JSON body).
+
+The stream is what DeepSeek sends: a first chunk carrying only
+``role: assistant`` with an empty ``content`` (an empty ``reasoning_content``
+too when the reply reasons), one chunk per fragment (``reasoning_content``,
+``content``, ``tool_calls[{index, id, type, function: {name, arguments}}]``,
+id/type/name only where the script gives them), a chunk with the
+``finish_reason`` and an empty delta, a usage-only chunk (``choices: []``)
+when the request asked for ``stream_options.include_usage``, and
+``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Union
+
+from ._scenarios import (
+    Collected,
+    Drop,
+    Finish,
+    Malformed,
+    Reasoning,
+    Script,
+    Stall,
+    StreamError,
+    Text,
+    Tool,
+    ToolCall,
+    Truncate,
+    WireUsage,
+    collect_steps,
+)
+
+__all__ = ["Frame", "openai_stream", "openai_body", "openai_usage", "MALFORMED_PAYLOAD", "IN_STREAM_ERROR"]
+
+Frame = Union[str, Stall, Drop]
+"""One SSE event (text to send as-is), or a pause or a connection drop for the server to act out."""
+
+MALFORMED_PAYLOAD = '{"choices": [{"index": 0, "delta": {"content": "unterminated'
+"""The ``fault-malformed`` payload: JSON cut short."""
+
+IN_STREAM_ERROR: dict[str, Any] = {
+    "error": {"message": "The server is overloaded", "type": "server_error", "code": "server_overloaded"}
+}
+"""The error object ``fault-in-stream-error`` sends inside its 200 stream."""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _data(obj: Any) -> str:
+    return f"data: {_dumps(obj)}\n\n"
+
+
+def openai_usage(usage: WireUsage) -> dict[str, Any]:
+    """DeepSeek's usage object: ``prompt_tokens`` INCLUDES the cache hits."""
+    out: dict[str, Any] = {
+        "prompt_tokens": usage.prompt,
+        "completion_tokens": usage.completion,
+        "total_tokens": usage.prompt + usage.completion,
+    }
+    if usage.cached is not None:
+        out["prompt_cache_hit_tokens"] = usage.cached
+        out["prompt_cache_miss_tokens"] = usage.prompt - usage.cached
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached}
+    if usage.reasoning is not None:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
+    return out
+
+
+def _tool_delta(step: Tool) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": step.slot}
+    if step.id is not None:
+        call["id"] = step.id
+    if step.id is not None or step.name is not None:
+        call["type"] = "function"
+    function: dict[str, Any] = {}
+    if step.name is not None:
+        function["name"] = step.name
+    if step.arguments is not None:
+        function["arguments"] = step.arguments
+    call["function"] = function
+    return {"tool_calls": [call]}
+
+
+def openai_stream(
+    script: Script, *, model: str, response_id: str, created: int, include_usage: bool
+) -> Iterator[Frame]:
+    """The SSE events of ``script`` on the chat completions wire, in order."""
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        return _data(
+            {
+                "id": response_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+            }
+        )
+
+    # Text and reasoning fragments are most of a stream: only their string is encoded per event.
+    head = chunk({"~": 0}).split('{"~":0}')
+    text_head = f'{head[0]}{{"content":'
+    reasoning_head = f'{head[0]}{{"reasoning_content":'
+    tail = "}" + head[1]
+    reasons = script.reasons
+    first: dict[str, Any] = {"role": "assistant", "content": None if reasons else ""}
+    if reasons:
+        first["reasoning_content"] = ""
+    yield chunk(first)
+    for step in script.steps:
+        if isinstance(step, Text):
+            yield text_head + _dumps(step.text) + tail
+        elif isinstance(step, Reasoning):
+            yield reasoning_head + _dumps(step.text) + tail
+        elif isinstance(step, Tool):
+            yield chunk(_tool_delta(step))
+        elif isinstance(step, Finish):
+            yield chunk({}, step.reason)
+            if include_usage:
+                yield _data(
+                    {
+                        "id": response_id,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "system_fingerprint": None,
+                        "choices": [],
+                        "usage": openai_usage(script.usage),
+                    }
+                )
+            yield "data: [DONE]\n\n"
+            return
+        elif isinstance(step, Malformed):
+            yield f"data: {MALFORMED_PAYLOAD}\n\n"
+            return
+        elif isinstance(step, StreamError):
+            yield _data(IN_STREAM_ERROR)
+            return
+        elif isinstance(step, (Stall, Drop)):
+            yield step
+            if isinstance(step, Drop):
+                return
+        elif isinstance(step, Truncate):
+            return
+
+
+def _message(collected: Collected) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant"}
+    message["content"] = collected.text if collected.text or not collected.tools else None
+    if collected.reasoning:
+        message["reasoning_content"] = collected.reasoning
+    if collected.tools:
+        message["tool_calls"] = [_tool_call(call) for call in collected.tools]
+    return message
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if call.id is not None:
+        out["id"] = call.id
+    out["type"] = "function"
+    function: dict[str, Any] = {"name": call.name or ""}
+    if call.arguments is not None:
+        function["arguments"] = call.arguments
+    out["function"] = function
+    return out
+
+
+def openai_body(script: Script, *, model: str, response_id: str, created: int) -> dict[str, Any]:
+    """The non-streaming ``chat.completion`` body of ``script`` (its content up to any fault)."""
+    collected = collect_steps(script.steps)
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": _message(collected),
+                "logprobs": None,
+                "finish_reason": collected.finish,
+            }
+        ],
+        "usage": openai_usage(script.usage),
+    }

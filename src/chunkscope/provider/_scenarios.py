@@ -1,0 +1,667 @@
+"""The local provider's scenarios: one neutral script per model name.
+
+A scenario's script is a list of wire-neutral steps (a reasoning fragment, a
+text fragment, a tool-call fragment, a finish, a fault). Two encoders
+(``_openai_wire``, ``_anthropic_wire``) render the same script, so both wires
+say the same thing. What a correct adapter assembles from a script
+(``Scenario.expected``) is derived from the script itself; ``docs/scenarios.md``
+is the table a person reads, and the provider's tests pin the two together.
+
+This module imports nothing from ``chunkscope.adapters``: the provider judges
+the adapters, so it must not share their code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union, overload
+
+__all__ = [
+    "Expected",
+    "HttpFault",
+    "SCENARIOS",
+    "Scenario",
+    "Script",
+    "WireUsage",
+    "get_scenario",
+    "LONG_DEFAULT_TOKENS",
+    "LONG_MAX_TOKENS",
+]
+
+# --- wire-neutral steps ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """One reasoning ("thinking") fragment."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Text:
+    """One visible text fragment."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One fragment of tool call ``slot`` (the OpenAI wire index).
+
+    ``id``/``name`` are ``None`` when this fragment does not carry them;
+    ``arguments`` is ``None`` when the fragment has no arguments key at all.
+    """
+
+    slot: int
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+WireFinish = Literal["stop", "tool_calls", "length", "content_filter"]
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The model's stop (OpenAI ``finish_reason`` vocabulary), then usage, then the end marker."""
+
+    reason: WireFinish
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A ``data:`` payload that is not JSON; the stream then ends."""
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """The response ends cleanly here, without ``[DONE]`` / ``message_stop``."""
+
+
+@dataclass(frozen=True)
+class Drop:
+    """The connection is cut here (an incomplete chunked body)."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """No bytes for ``seconds``; the script then continues."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StreamError:
+    """An error object inside a 200 stream (server overloaded); the stream then ends."""
+
+
+Step = Union[Reasoning, Text, Tool, Finish, Malformed, Truncate, Drop, Stall, StreamError]
+CONTENT_STEPS = (Reasoning, Text, Tool)
+
+
+@dataclass(frozen=True)
+class WireUsage:
+    """What the wire reports: ``prompt`` INCLUDES ``cached`` (DeepSeek's convention).
+
+    ``cached``/``reasoning`` of ``None`` are not sent at all.
+    """
+
+    prompt: int
+    completion: int
+    cached: int | None = None
+    reasoning: int | None = None
+
+
+@dataclass(frozen=True)
+class Script:
+    """What to send for one request: the steps, the usage, the pause between events."""
+
+    steps: Sequence[Step]
+    usage: WireUsage
+
+    @property
+    def reasons(self) -> bool:
+        """True when the reply has reasoning (the OpenAI wire's first chunk says so)."""
+        if isinstance(self.steps, _Words):
+            return False
+        return any(isinstance(step, Reasoning) for step in self.steps)
+
+
+@dataclass(frozen=True)
+class HttpFault:
+    """A non-2xx answer: status, per-wire error bodies, extra headers."""
+
+    status: int
+    openai_body: Mapping[str, Any]
+    anthropic_body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+# --- what an adapter must assemble ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a correct adapter yields for a scenario (identical on both wires).
+
+    ``text`` and ``reasoning`` are the concatenated text of every text and
+    reasoning block delivered (for a fault: the partial output before it);
+    ``tool_calls`` is ``[(name, arguments_json), ...]`` in block order;
+    ``block_types`` the block kinds in the order a non-interleaving adapter
+    opens them; ``usage`` the ``TokenUsage`` JSON form (camelCase, DISJOINT
+    counts, absent keys omitted), ``None`` when the stream never reaches usage;
+    ``finish`` the finish kind (``stop``, ``tool-calls``, ``max-tokens``,
+    ``error``), ``None`` when the adapter raises instead of finishing.
+    """
+
+    text: str
+    reasoning: str
+    tool_calls: list[tuple[str, str]]
+    block_types: list[str]
+    usage: dict[str, int] | None
+    finish: str | None
+
+
+def _expected(script: Script) -> Expected:
+    steps = script.steps
+    for cut, step in enumerate(steps):
+        if isinstance(step, Stall):
+            # The adapter's idle timeout fires at the stall: later steps never reach it.
+            steps = steps[:cut]
+            break
+    text: list[str] = []
+    reasoning: list[str] = []
+    blocks: list[str] = []
+    tools: dict[int, list[str]] = {}  # slot -> [name, arguments]
+    last_kind: str | None = None
+    finish: str | None = None
+    usage: dict[str, int] | None = None
+    has_content = False
+    for step in steps:
+        if isinstance(step, (Reasoning, Text)):
+            kind = "reasoning" if isinstance(step, Reasoning) else "text"
+            if kind != last_kind:
+                blocks.append(kind)
+            last_kind = kind
+            (reasoning if kind == "reasoning" else text).append(step.text)
+            has_content = True
+        elif isinstance(step, Tool):
+            if step.slot not in tools:
+                tools[step.slot] = ["", ""]
+                blocks.append("tool-call")
+            entry = tools[step.slot]
+            if step.name:
+                entry[0] = step.name
+            entry[1] += step.arguments or ""
+            last_kind = "tool-call"
+            has_content = True
+        elif isinstance(step, Finish):
+            finish = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}.get(
+                step.reason, "error"
+            )
+            if finish == "stop" and not has_content:
+                finish = "error"  # EMPTY_RESPONSE
+            usage = _token_usage(script.usage)
+            break
+        else:
+            break  # a fault: the adapter raises, no finish
+    return Expected(
+        text="".join(text),
+        reasoning="".join(reasoning),
+        tool_calls=[(name, args or "{}") for name, args in tools.values()],
+        block_types=blocks,
+        usage=usage,
+        finish=finish,
+    )
+
+
+def _token_usage(usage: WireUsage) -> dict[str, int]:
+    result = {"inputTokens": usage.prompt - (usage.cached or 0), "outputTokens": usage.completion}
+    if usage.cached is not None:
+        result["cacheReadTokens"] = usage.cached
+    if usage.reasoning is not None:
+        result["reasoningTokens"] = usage.reasoning
+    return result
+
+
+# --- scenarios -----------------------------------------------------------------
+
+PROMPT_TOKENS = 12
+"""Prompt tokens every scenario reports (uncached), except ``cache-hit``."""
+
+LONG_DEFAULT_TOKENS = 500
+"""``long`` sends this many tokens; ``long-<N>`` sends N."""
+
+LONG_MAX_TOKENS = 1_000_000
+"""The largest N ``long-<N>`` accepts (a bound, so one request cannot run forever)."""
+
+ECHO_EMPTY = "(nothing to echo)"
+"""What ``echo`` replies when the last user message has no text."""
+
+SLOW_TOKEN_DELAY = 0.05
+"""Seconds between events of ``slow-tokens``."""
+
+STALL_SECONDS = 30.0
+"""How long ``fault-stall`` stays silent."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One model name the local provider answers, documented in ``docs/scenarios.md``.
+
+    ``fault`` is true for the fault scenarios; ``expected_codes`` maps
+    ``"openai"``/``"anthropic"`` to the ``LlmError`` code (raised) or failure
+    code (of an ``error`` finish) an adapter must report, ``None`` for
+    replies; ``expected`` is what a correct adapter assembles (for a fault:
+    the partial output delivered before it). ``echo`` depends on the request:
+    use ``expected_for(prompt)``; ``expected`` is its answer for an empty prompt.
+    """
+
+    name: str
+    description: str
+    fault: bool = False
+    expected_codes: dict[str, str] | None = None
+    http_fault: HttpFault | None = field(default=None, repr=False)
+    delay: float = 0.0
+    """Minimum pause between events (seconds), whatever the provider's ``token_delay``."""
+    _build: Callable[[str], Script] | None = field(default=None, repr=False, compare=False)
+
+    def script(self, prompt: str = "") -> Script:
+        """The neutral script for a request whose last user message is ``prompt``."""
+        if self._build is None:
+            return Script(steps=(), usage=WireUsage(prompt=PROMPT_TOKENS, completion=0))
+        return self._build(prompt)
+
+    def expected_for(self, prompt: str = "") -> Expected:
+        """What a correct adapter assembles when the last user message is ``prompt``."""
+        if self.http_fault is not None:
+            return Expected(text="", reasoning="", tool_calls=[], block_types=[], usage=None, finish=None)
+        return _expected(self.script(prompt))
+
+    @property
+    def expected(self) -> Expected:
+        """``expected_for("")``: the expected result of every scenario except ``echo``."""
+        return self.expected_for("")
+
+
+def _script(*steps: Step, usage: WireUsage | None = None) -> Script:
+    if usage is None:
+        content = sum(isinstance(s, CONTENT_STEPS) for s in steps)
+        usage = WireUsage(prompt=PROMPT_TOKENS, completion=content)
+    return Script(steps=tuple(steps), usage=usage)
+
+
+def _texts(*parts: str) -> tuple[Text, ...]:
+    return tuple(Text(p) for p in parts)
+
+
+def _reasonings(*parts: str) -> tuple[Reasoning, ...]:
+    return tuple(Reasoning(p) for p in parts)
+
+
+HELLO = _texts("Hello", "!", " I", " am", " the", " chunkscope", " local", " provider.")
+"""The ``text`` reply: ``Hello! I am the chunkscope local provider.`` in 8 deltas."""
+
+_PARALLEL = (
+    Tool(0, "call_1", "get_weather", ""),
+    Tool(0, None, None, '{"city": '),
+    Tool(0, None, None, '"Tokyo"}'),
+    Tool(1, "call_2", "get_time", ""),
+    Tool(1, None, None, '{"timezone": '),
+    Tool(1, None, None, '"Asia/Tokyo"}'),
+)
+
+
+def _split_words(text: str) -> list[str]:
+    # Whitespace is kept with the word after it, so the parts join back to the text.
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def _echo(prompt: str) -> Script:
+    parts = _split_words(prompt) if prompt.strip() else [ECHO_EMPTY]
+    return _script(*_texts(*parts), Finish("stop"))
+
+
+class _Words(Sequence[Step]):
+    """``long-<N>``'s steps, made on demand: N text tokens, then the finish (a million cost nothing)."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n + 1
+
+    @overload
+    def __getitem__(self, i: int) -> Step: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Step]: ...
+    def __getitem__(self, i: int | slice) -> Step | Sequence[Step]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i <= self._n:
+            raise IndexError(i)
+        if i == self._n:
+            return Finish("stop")
+        return Text(f" word{i}" if i else "word0")
+
+    def __iter__(self) -> Iterator[Step]:
+        yield Text("word0")
+        for i in range(1, self._n):
+            yield Text(f" word{i}")
+        yield Finish("stop")
+
+
+def _long(n: int) -> Callable[[str], Script]:
+    script = Script(steps=_Words(n), usage=WireUsage(prompt=PROMPT_TOKENS, completion=n))
+    return lambda prompt: script
+
+
+def _fixed(script: Script) -> Callable[[str], Script]:
+    return lambda prompt: script
+
+
+def _reply(name: str, description: str, script: Script, delay: float = 0.0) -> Scenario:
+    return Scenario(name=name, description=description, delay=delay, _build=_fixed(script))
+
+
+def _both(code: str) -> dict[str, str]:
+    return {"openai": code, "anthropic": code}
+
+
+def _stream_fault(name: str, description: str, codes: dict[str, str], script: Script) -> Scenario:
+    return Scenario(
+        name=name, description=description, fault=True, expected_codes=codes, _build=_fixed(script)
+    )
+
+
+def _openai_error(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+def _anthropic_error(message: str, type_: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+def _http_fault(name: str, description: str, code: str, fault: HttpFault) -> Scenario:
+    return Scenario(
+        name=name, description=description, fault=True, expected_codes=_both(code), http_fault=fault
+    )
+
+
+_SCENARIO_LIST: list[Scenario] = [
+    _reply("text", "plain text in 8 deltas", _script(*HELLO, Finish("stop"))),
+    Scenario(name="echo", description="the last user message's text, split on spaces", _build=_echo),
+    _reply(
+        "reasoning",
+        "reasoning, then text",
+        _script(
+            *_reasonings("The", " user", " greets", " me.", " I", " should", " greet", " back."),
+            *_texts("Hello", " there", "!"),
+            Finish("stop"),
+        ),
+    ),
+    _reply(
+        "reasoning-resume",
+        "reasoning, text, reasoning again, text again (four blocks)",
+        _script(
+            *_reasonings("First", " thought."),
+            *_texts("Partial", " answer."),
+            *_reasonings("Second", " thought."),
+            *_texts(" Final", " answer."),
+            Finish("stop"),
+        ),
+    ),
+    _reply(
+        "tool-call",
+        "text, then one get_weather call in 5 fragments",
+        _script(
+            *_texts("Let", " me", " check."),
+            Tool(0, "call_weather_1", "get_weather", '{"city": '),
+            Tool(0, None, None, '"Tokyo", '),
+            Tool(0, None, None, '"unit": '),
+            Tool(0, None, None, '"celsius"'),
+            Tool(0, None, None, "}"),
+            Finish("tool_calls"),
+        ),
+    ),
+    _reply(
+        "parallel-tools", "two tool calls, one after the other", _script(*_PARALLEL, Finish("tool_calls"))
+    ),
+    _reply(
+        "interleaved-tools",
+        "two tool calls whose fragments alternate on the OpenAI wire",
+        _script(*(_PARALLEL[i] for i in (0, 3, 1, 4, 2, 5)), Finish("tool_calls")),
+    ),
+    _reply(
+        "late-id",
+        "one tool call whose id arrives in its second fragment",
+        _script(Tool(0, None, "lookup", '{"q": '), Tool(0, "call_late", None, '"x"}'), Finish("tool_calls")),
+    ),
+    _reply(
+        "no-id",
+        "one tool call that never has an id",
+        _script(Tool(0, None, "lookup", '{"q": '), Tool(0, None, None, '"x"}'), Finish("tool_calls")),
+    ),
+    _reply(
+        "no-args",
+        "one tool call with no arguments at all",
+        _script(Tool(0, "call_ping", "ping", None), Finish("tool_calls")),
+    ),
+    Scenario(
+        name="long",
+        description=f"a long text reply, one token per event (default {LONG_DEFAULT_TOKENS}; long-<N>: N)",
+        _build=_long(LONG_DEFAULT_TOKENS),
+    ),
+    _reply(
+        "max-tokens",
+        "text cut by the token limit",
+        _script(*_texts("This", " reply", " is", " cut"), Finish("length")),
+    ),
+    _reply(
+        "cache-hit",
+        "text with a large cache hit in the usage",
+        _script(
+            *_texts("Cached", " hello."), Finish("stop"), usage=WireUsage(7800, 9, cached=7680, reasoning=4)
+        ),
+    ),
+    _reply(
+        "slow-tokens",
+        f"the text reply with {int(SLOW_TOKEN_DELAY * 1000)} ms between events",
+        _script(*HELLO, Finish("stop")),
+        delay=SLOW_TOKEN_DELAY,
+    ),
+    # --- faults ---
+    _http_fault(
+        "fault-401",
+        "401 invalid API key",
+        "AUTH",
+        HttpFault(
+            401,
+            _openai_error(
+                "Authentication Fails, Your api key is invalid", "authentication_error", "invalid_api_key"
+            ),
+            _anthropic_error("invalid x-api-key", "authentication_error"),
+        ),
+    ),
+    _http_fault(
+        "fault-402",
+        "402 insufficient balance",
+        "QUOTA",
+        HttpFault(
+            402,
+            _openai_error("Insufficient Balance", "insufficient_quota", "insufficient_quota"),
+            _anthropic_error("Insufficient Balance: your credit balance is too low", "billing_error"),
+        ),
+    ),
+    _http_fault(
+        "fault-429",
+        "429 rate limited, Retry-After: 2",
+        "RATE_LIMIT",
+        HttpFault(
+            429,
+            _openai_error("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error"),
+            _anthropic_error("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error"),
+            headers={"retry-after": "2", "x-request-id": "req-429", "request-id": "req-429"},
+        ),
+    ),
+    _http_fault(
+        "fault-500",
+        "500 internal server error",
+        "SERVER",
+        HttpFault(
+            500,
+            _openai_error("Internal server error", "server_error"),
+            _anthropic_error("Internal server error", "api_error"),
+        ),
+    ),
+    _http_fault(
+        "fault-context",
+        "400 context window exceeded",
+        "CONTEXT_WINDOW_EXCEEDED",
+        HttpFault(
+            400,
+            _openai_error(
+                "This model's maximum context length is 65536 tokens. "
+                "However, you requested 70000 tokens. Please reduce the length of the messages.",
+                "invalid_request_error",
+                "context_length_exceeded",
+            ),
+            _anthropic_error(
+                "input length and max_tokens exceed context limit: 70000 + 4096 > 65536, "
+                "decrease input length or max_tokens and try again",
+                "invalid_request_error",
+            ),
+        ),
+    ),
+    _stream_fault(
+        "fault-malformed",
+        "2 text deltas, then a payload that is not JSON",
+        _both("MALFORMED_RESPONSE"),
+        _script(*HELLO[:2], Malformed()),
+    ),
+    _stream_fault(
+        "fault-truncated",
+        "3 text deltas, then the stream ends without its end marker",
+        _both("STREAM_CLOSED"),
+        _script(*HELLO[:3], Truncate()),
+    ),
+    _stream_fault(
+        "fault-drop",
+        "3 text deltas, then the connection is dropped",
+        _both("TRANSPORT"),
+        _script(*HELLO[:3], Drop()),
+    ),
+    _stream_fault(
+        "fault-stall",
+        f"2 text deltas, then silence for {int(STALL_SECONDS)} s (then the rest of the text reply)",
+        _both("TIMEOUT"),
+        _script(*HELLO[:2], Stall(STALL_SECONDS), *HELLO[2:], Finish("stop")),
+    ),
+    _stream_fault(
+        "fault-in-stream-error",
+        "2 text deltas, then an error object inside the 200 stream",
+        _both("SERVER"),
+        _script(*HELLO[:2], StreamError()),
+    ),
+    _stream_fault(
+        "fault-content-filter",
+        "a text delta, then finish_reason content_filter (Anthropic: stop_reason refusal)",
+        {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL"},
+        _script(Text("I can't help with that."), Finish("content_filter")),
+    ),
+    _stream_fault(
+        "fault-empty",
+        "a complete stream with no content at all",
+        _both("EMPTY_RESPONSE"),
+        _script(Finish("stop")),
+    ),
+]
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _SCENARIO_LIST}
+"""Every model name the local provider answers (``long`` stands for ``long-<N>`` too)."""
+
+_LONG_N = re.compile(r"long-([0-9]{1,7})")
+
+
+def get_scenario(model: str) -> Scenario | None:
+    """The scenario a request's ``model`` selects (``long-<N>`` resolved), or ``None``."""
+    scenario = SCENARIOS.get(model)
+    if scenario is not None:
+        return scenario
+    match = _LONG_N.fullmatch(model)
+    if match is None:
+        return None
+    n = int(match.group(1))
+    if not 1 <= n <= LONG_MAX_TOKENS:
+        return None
+    return Scenario(
+        name=model, description=f"a long text reply of {n} tokens, one per event", _build=_long(n)
+    )
+
+
+# --- what the wire encoders share ------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    """One tool call of a script, its fragments joined (``arguments`` ``None``: never sent)."""
+
+    slot: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass
+class Collected:
+    """A script's content joined, for the non-streaming bodies.
+
+    ``fault`` is the step that ends the response early (``Malformed``,
+    ``Truncate``, ``Drop``, ``StreamError``), ``stall`` the seconds of silence
+    a ``Stall`` asks for; content after a ``Stall`` still counts.
+    """
+
+    reasoning: str = ""
+    text: str = ""
+    tools: list[ToolCall] = field(default_factory=list)
+    finish: WireFinish | None = None
+    fault: Step | None = None
+    stall: float | None = None
+
+
+def collect_steps(steps: Sequence[Step]) -> Collected:
+    """Join a script's fragments (stopping at its finish or at a fault that ends it)."""
+    out = Collected()
+    reasoning: list[str] = []
+    text: list[str] = []
+    by_slot: dict[int, ToolCall] = {}
+    for step in steps:
+        if isinstance(step, Reasoning):
+            reasoning.append(step.text)
+        elif isinstance(step, Text):
+            text.append(step.text)
+        elif isinstance(step, Tool):
+            call = by_slot.get(step.slot)
+            if call is None:
+                call = by_slot[step.slot] = ToolCall(step.slot)
+                out.tools.append(call)
+            call.id = call.id or step.id
+            call.name = call.name or step.name
+            if step.arguments is not None:
+                call.arguments = (call.arguments or "") + step.arguments
+        elif isinstance(step, Stall):
+            out.stall = step.seconds
+        elif isinstance(step, Finish):
+            out.finish = step.reason
+            break
+        else:
+            out.fault = step
+            break
+    out.reasoning = "".join(reasoning)
+    out.text = "".join(text)
+    return out

@@ -1,0 +1,190 @@
+"""``LocalProvider``: the scenario app served by uvicorn on loopback, in a thread of its own.
+
+The server runs its own event loop in a background thread, so it works the
+same from a script, from async code and inside a Jupyter kernel (whose main
+thread already runs a loop). The socket is bound in the caller's thread before
+the server starts, so a port clash raises at ``start()`` and ``url`` is known
+at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+
+from ._app import ProviderState, build_app, install_log_filter
+
+__all__ = ["LocalProvider"]
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+
+
+def _loopback(host: str) -> tuple[str, socket.AddressFamily]:
+    """The address to bind for ``host``; a ``ValueError`` for anything but loopback."""
+    if host == "localhost":
+        return "127.0.0.1", socket.AF_INET
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None or not address.is_loopback:
+        raise ValueError(
+            f"LocalProvider only listens on a loopback address (127.0.0.1, ::1, localhost), not {host!r}"
+        )
+    return str(address), socket.AF_INET6 if address.version == 6 else socket.AF_INET
+
+
+class LocalProvider:
+    """A real HTTP server on loopback that answers as DeepSeek/OpenAI and Anthropic do.
+
+    ``with LocalProvider() as provider:`` (or ``async with``, or
+    ``start()``/``stop()``) serves on ``host`` (loopback only: anything else
+    raises ``ValueError``) and ``port`` (0: a free port). ``provider.url`` is
+    the root (what the Anthropic SDK and ``AnthropicAdapter`` take),
+    ``provider.base_url`` is ``url + "/v1"`` (what the OpenAI SDK and
+    ``OpenAICompatAdapter`` take). The request's ``model`` picks a scenario of
+    ``SCENARIOS`` (``docs/scenarios.md``); ``token_delay`` is the pause in
+    seconds between streamed events for every scenario. Any API key is
+    accepted and none is logged. ``stop()`` ends streams still open (a stalled
+    one included) and returns within a second or so.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, token_delay: float = 0.0) -> None:
+        self._bind_host, self._family = _loopback(host)
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0..65535, not {port}")
+        if token_delay < 0:
+            raise ValueError(f"token_delay must be >= 0 seconds, not {token_delay}")
+        self.host = host
+        self.port = port
+        self.token_delay = float(token_delay)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._state: ProviderState | None = None
+        self._bound_port: int | None = None
+        self._lock = threading.Lock()
+
+    # --- addresses -------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True between a successful ``start()`` and ``stop()``."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``, the server's root (Anthropic SDK ``base_url``)."""
+        if self._bound_port is None:
+            raise RuntimeError(
+                "the LocalProvider is not running: use `with LocalProvider() as p:` or `start()`"
+            )
+        host = f"[{self._bind_host}]" if self._family == socket.AF_INET6 else self._bind_host
+        return f"http://{host}:{self._bound_port}"
+
+    @property
+    def base_url(self) -> str:
+        """``url + "/v1"`` (OpenAI SDK ``base_url``)."""
+        return self.url + "/v1"
+
+    def __repr__(self) -> str:
+        where = self.url if self._bound_port is not None else "not running"
+        return f"<LocalProvider {where} token_delay={self.token_delay}>"
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def start(self) -> LocalProvider:
+        """Bind, start serving in a background thread, return once requests are answered."""
+        with self._lock:
+            if self.running:
+                return self
+            sock = socket.socket(self._family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self._bind_host, self.port))
+            except OSError:
+                sock.close()
+                raise
+            sock.set_inheritable(True)
+            install_log_filter()
+            state = ProviderState(self.token_delay)
+            config = uvicorn.Config(
+                build_app(state),
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                loop="asyncio",
+                http="h11",
+                ws="none",
+                timeout_graceful_shutdown=1,
+            )
+            server = uvicorn.Server(config)
+            failure: list[BaseException] = []
+
+            def run() -> None:
+                async def serve() -> None:
+                    self._loop = asyncio.get_running_loop()
+                    await server.serve(sockets=[sock])
+
+                try:
+                    asyncio.run(serve())
+                except BaseException as exc:  # reported to start()
+                    failure.append(exc)
+
+            thread = threading.Thread(target=run, name="chunkscope-local-provider", daemon=True)
+            thread.start()
+            deadline = time.monotonic() + _START_TIMEOUT
+            while not server.started:
+                if not thread.is_alive() or time.monotonic() > deadline:
+                    server.should_exit = True
+                    thread.join(_STOP_TIMEOUT)
+                    sock.close()
+                    cause = failure[0] if failure else None
+                    raise RuntimeError("the LocalProvider's server did not start") from cause
+                time.sleep(0.002)
+            self._server, self._thread, self._state = server, thread, state
+            self._bound_port = sock.getsockname()[1]
+            return self
+
+    def stop(self) -> None:
+        """End open streams, stop the server and join its thread (idempotent)."""
+        with self._lock:
+            server, thread, state, loop = self._server, self._thread, self._state, self._loop
+            self._server = self._thread = self._state = self._loop = None
+            self._bound_port = None
+            if server is None or thread is None:
+                return
+            if state is not None and loop is not None and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop closed in between
+                    loop.call_soon_threadsafe(state.closing.set)
+            server.should_exit = True
+            thread.join(_STOP_TIMEOUT)
+            if thread.is_alive():
+                server.force_exit = True
+                thread.join(_STOP_TIMEOUT)
+
+    def __enter__(self) -> LocalProvider:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> LocalProvider:
+        # In a thread, so the caller's event loop keeps running while the server starts.
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
