@@ -1,0 +1,558 @@
+"""Anthropic Messages stream events → StreamChunks (a pure, I/O-free translator).
+
+The wire (``POST /v1/messages`` with ``stream: true``) is a sequence of SSE
+events, each an event name plus a JSON object whose ``type`` repeats the name::
+
+    message_start           {"message": {"usage": {"input_tokens", "cache_read_input_tokens", ...}}}
+    content_block_start     {"index", "content_block": {"type": "text" | "thinking" | "tool_use", ...}}
+    content_block_delta     {"index", "delta": {"type": "text_delta" | "thinking_delta" |
+                                                "signature_delta" | "input_json_delta", ...}}
+    content_block_stop      {"index"}
+    message_delta           {"delta": {"stop_reason"}, "usage": {"output_tokens", ...}}
+    message_stop            {}
+    ping                    {}                       (keep-alive, ignored)
+    error                   {"error": {"type", "message"}}
+
+``AnthropicTranslator`` turns them into chunks that pass the ``strict``
+profile whatever order the wire uses: our block indexes count 0, 1, 2, … in
+the order blocks are emitted; a block that the wire opens while another is
+still open is buffered and emitted, whole, after the open one ends, so blocks
+never interleave. Usage and finish are deferred to ``message_stop`` (the
+stream's terminator), so nothing follows the finish.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chunkscope.protocol._chunks import (
+    AnyChunk,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+    trusted,
+)
+from chunkscope.protocol._errors import LlmError, http_status_code
+
+from ._http import is_context_window_exceeded, is_quota_exceeded
+
+__all__ = [
+    "AnthropicTranslator",
+    "anthropic_error_code",
+    "map_stop_reason",
+    "looks_like_context_overflow",
+    "looks_like_quota",
+]
+
+_Kind = Literal["text", "reasoning", "tool-call"]
+
+# Wire block type → our block kind. Other block types (server tool use, web
+# search results, …) have no StreamChunk counterpart and are skipped whole.
+_BLOCK_KINDS: dict[str, _Kind] = {"text": "text", "thinking": "reasoning", "tool_use": "tool-call"}
+
+# Which wire delta types belong to which of our kinds. A known delta type sent
+# to a block of another kind is a malformed stream; an unknown one (citations,
+# future additions) carries nothing we show and is ignored.
+_DELTA_KINDS: dict[str, _Kind] = {
+    "text_delta": "text",
+    "thinking_delta": "reasoning",
+    "signature_delta": "reasoning",
+    "input_json_delta": "tool-call",
+}
+
+_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+
+
+def looks_like_context_overflow(message: str) -> bool:
+    """True when an error message says the request does not fit the context window.
+
+    The shared wording check, plus Anthropic's own ``prompt is too long: N tokens > M maximum``.
+    """
+    return is_context_window_exceeded(message) or "prompt is too long" in message.lower()
+
+
+def looks_like_quota(message: str) -> bool:
+    """True when an error message says the balance, quota or credits are exhausted."""
+    return is_quota_exceeded(message)
+
+
+def anthropic_error_code(error_type: str | None, message: str = "", status: int | None = None) -> str:
+    """The ``LlmError`` code for an Anthropic error object (``{"type", "message"}``).
+
+    Quota wording wins over the type (Anthropic reports an exhausted credit
+    balance as ``invalid_request_error``); then the type decides; an unknown
+    type falls back to the HTTP status, or ``SERVER`` for an in-stream error.
+    """
+    if error_type == "billing_error" or looks_like_quota(message):
+        return "QUOTA"
+    if error_type in ("overloaded_error", "api_error", "timeout_error"):
+        return "SERVER"
+    if error_type == "rate_limit_error":
+        return "RATE_LIMIT"
+    if error_type in ("authentication_error", "permission_error"):
+        return "AUTH"
+    if error_type in ("invalid_request_error", "request_too_large"):
+        return "CONTEXT_WINDOW_EXCEEDED" if looks_like_context_overflow(message) else "INVALID_REQUEST"
+    if error_type == "not_found_error":
+        return "HTTP_404"
+    if status is not None and not 200 <= status <= 299:
+        return http_status_code(status)
+    return "SERVER"
+
+
+def map_stop_reason(stop_reason: str) -> FinishReason:
+    """Map an Anthropic ``stop_reason`` to a finish reason.
+
+    ``end_turn``/``stop_sequence`` → stop, ``tool_use`` → tool-calls,
+    ``max_tokens`` → max-tokens; anything else (``refusal``, ``pause_turn``,
+    future reasons) is an ``error`` finish whose code is the upper-cased reason.
+    """
+    if stop_reason in ("end_turn", "stop_sequence"):
+        return FinishReason(kind="stop")
+    if stop_reason == "tool_use":
+        return FinishReason(kind="tool-calls")
+    if stop_reason == "max_tokens":
+        return FinishReason(kind="max-tokens")
+    return FinishReason(
+        kind="error",
+        failure=LlmFailure(message=f"the model stopped: {stop_reason}", code=stop_reason.upper()),
+    )
+
+
+@dataclass
+class _Block:
+    """One wire content block, from its ``content_block_start`` to its stop."""
+
+    kind: _Kind
+    call_id: str = ""
+    name: str = ""
+    initial_input: str = "{}"  # the start event's ``input``, used when no partial_json arrives
+    parts: list[str] = field(default_factory=list)  # what has been appended so far
+    pending: list[str] = field(default_factory=list)  # appended while the block waits its turn
+    signature: str | None = None
+    index: int = -1  # our index, assigned when the block is emitted
+    stopped: bool = False
+    named: bool = False  # a tool-call delta carrying the name has been emitted
+
+
+def _malformed(message: str, request_id: str | None) -> LlmError:
+    return LlmError(message, "MALFORMED_RESPONSE", request_id=request_id)
+
+
+def _count(value: Any, name: str, request_id: str | None) -> int | None:
+    """A token count from the wire: None when absent, MALFORMED_RESPONSE when not a count."""
+    if value is None:
+        return None
+    # bool is an int subclass; a count is never a bool, nor negative.
+    if type(value) is not int or value < 0:
+        raise _malformed(f"usage {name} is not a non-negative integer: {value!r}", request_id)
+    return value
+
+
+class AnthropicTranslator:
+    """Stateful translator of one Anthropic Messages stream into StreamChunks.
+
+    ``feed(event, data)`` takes one SSE event (its name and its parsed JSON)
+    and returns the chunks it completes; ``feed_text`` parses the JSON first.
+    ``finished`` turns true at ``message_stop``, whose chunks end with the
+    ``finish``; ``close()`` at the end of the byte stream raises
+    ``STREAM_CLOSED`` when it never came. Every failure is an ``LlmError``:
+    ``error`` events map through ``anthropic_error_code``; a payload that is
+    not JSON or not the wire shape is ``MALFORMED_RESPONSE``. Chunks returned
+    before a raise are valid output and stay valid.
+    """
+
+    def __init__(self, *, request_id: str | None = None) -> None:
+        self.request_id = request_id
+        self.finished = False
+        self._started = False
+        self._blocks: dict[int, _Block | None] = {}  # wire index → block (None: skipped type)
+        self._queue: list[_Block] = []  # started, not yet fully emitted; head is live
+        self._emitted: list[_Block] = []
+        self._next_index = 0
+        self._stop_reason: str | None = None
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._cache_read: int | None = None
+        self._cache_write: int | None = None
+        self._reasoning_tokens: int | None = None
+        self._redacted: list[str] = []
+
+    # --- entry points ---------------------------------------------------------
+
+    def feed_text(self, event: str | None, data: str) -> list[AnyChunk]:
+        """Parse one SSE event's ``data`` text as JSON and ``feed`` it."""
+        if not data.strip():
+            return [] if event in (None, "ping", "message") else self.feed(event, {})
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            raise LlmError(
+                f"malformed Anthropic stream event {event or 'message'!r}: not JSON: {data[:120]!r}",
+                "MALFORMED_RESPONSE",
+                request_id=self.request_id,
+                cause=exc,
+            ) from exc
+        return self.feed(event, payload)
+
+    def feed(self, event: str | None, data: Any) -> list[AnyChunk]:
+        """Translate one event; returns the chunks it produces (often one, maybe none)."""
+        if self.finished:
+            return []  # nothing may follow the finish
+        if not isinstance(data, dict):
+            raise _malformed(f"Anthropic stream event {event!r} is not a JSON object", self.request_id)
+        kind = data.get("type")
+        if not isinstance(kind, str):
+            kind = event
+        if event == "error" or kind == "error":
+            raise self._error_event(data)
+        if kind == "ping" or kind is None:
+            return []
+        if kind == "message_start":
+            return self._message_start(data)
+        if not self._started:
+            if kind in (
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ):
+                raise _malformed(f"Anthropic stream sent {kind} before message_start", self.request_id)
+            return []
+        if kind == "content_block_start":
+            return self._block_start(data)
+        if kind == "content_block_delta":
+            return self._block_delta(data)
+        if kind == "content_block_stop":
+            return self._block_stop(data)
+        if kind == "message_delta":
+            self._message_delta(data)
+            return []
+        if kind == "message_stop":
+            return self._message_stop()
+        return []  # an event type added after this adapter was written
+
+    def close(self) -> None:
+        """Call at the end of the byte stream: raises ``STREAM_CLOSED`` unless ``message_stop`` came."""
+        if not self.finished:
+            raise LlmError(
+                "the Anthropic event stream ended before message_stop",
+                "STREAM_CLOSED",
+                request_id=self.request_id,
+            )
+
+    # --- events ---------------------------------------------------------------
+
+    def _error_event(self, data: dict[str, Any]) -> LlmError:
+        error = data.get("error")
+        error_type: str | None = None
+        message = ""
+        if isinstance(error, dict):
+            raw_type = error.get("type")
+            error_type = raw_type if isinstance(raw_type, str) else None
+            raw_message = error.get("message")
+            message = raw_message if isinstance(raw_message, str) else ""
+        code = anthropic_error_code(error_type, message)
+        text = message or "the provider reported an error in the stream"
+        if error_type:
+            text = f"{text} ({error_type})"
+        return LlmError(text, code, request_id=self.request_id)
+
+    def _message_start(self, data: dict[str, Any]) -> list[AnyChunk]:
+        if self._started:
+            raise _malformed("Anthropic stream sent a second message_start", self.request_id)
+        message = data.get("message")
+        if not isinstance(message, dict):
+            raise _malformed("message_start without a message object", self.request_id)
+        self._started = True
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            self._read_usage(usage)
+        return []
+
+    def _read_usage(self, usage: dict[str, Any]) -> None:
+        # message_delta counts are cumulative: a present count replaces the
+        # earlier one, an absent one keeps it (as the official SDK does).
+        # Anthropic's input_tokens is already uncached input: no subtraction.
+        rid = self.request_id
+        value = _count(usage.get("input_tokens"), "input_tokens", rid)
+        if value is not None:
+            self._input_tokens = value
+        value = _count(usage.get("output_tokens"), "output_tokens", rid)
+        if value is not None:
+            self._output_tokens = value
+        value = _count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens", rid)
+        if value is not None:
+            self._cache_read = value
+        value = _count(usage.get("cache_creation_input_tokens"), "cache_creation_input_tokens", rid)
+        if value is not None:
+            self._cache_write = value
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict):
+            value = _count(details.get("thinking_tokens"), "thinking_tokens", rid)
+            if value is not None:
+                self._reasoning_tokens = value
+
+    def _wire_index(self, data: dict[str, Any], event: str) -> int:
+        index = data.get("index")
+        if type(index) is not int:
+            raise _malformed(f"{event} without an integer index", self.request_id)
+        return index
+
+    def _block_start(self, data: dict[str, Any]) -> list[AnyChunk]:
+        wire_index = self._wire_index(data, "content_block_start")
+        if wire_index in self._blocks:
+            raise _malformed(f"content_block_start for index {wire_index} twice", self.request_id)
+        content = data.get("content_block")
+        if not isinstance(content, dict):
+            raise _malformed("content_block_start without a content_block object", self.request_id)
+        wire_type = content.get("type")
+        kind = _BLOCK_KINDS.get(wire_type) if isinstance(wire_type, str) else None
+        if kind is None:
+            if wire_type == "redacted_thinking" and isinstance(content.get("data"), str):
+                self._redacted.append(content["data"])
+            self._blocks[wire_index] = None
+            return []
+        block = _Block(kind=kind)
+        self._blocks[wire_index] = block
+        if kind == "tool-call":
+            call_id = content.get("id")
+            name = content.get("name")
+            if not isinstance(name, str) or not name:
+                # Every tool_use names its tool; without one the call cannot be routed.
+                raise _malformed(f"tool_use block {wire_index} without a name", self.request_id)
+            block.call_id = call_id if isinstance(call_id, str) else ""
+            block.name = name
+            initial = content.get("input")
+            if isinstance(initial, dict) and initial:
+                block.initial_input = json.dumps(initial, ensure_ascii=False)
+        else:
+            initial_text = content.get("text" if kind == "text" else "thinking")
+            if isinstance(initial_text, str) and initial_text:
+                block.pending.append(initial_text)
+            signature = content.get("signature")
+            if kind == "reasoning" and isinstance(signature, str) and signature:
+                block.signature = signature
+        self._queue.append(block)
+        out: list[AnyChunk] = []
+        if len(self._queue) == 1:
+            self._emit_head(out)
+        return out
+
+    def _block_delta(self, data: dict[str, Any]) -> list[AnyChunk]:
+        wire_index = self._wire_index(data, "content_block_delta")
+        if wire_index not in self._blocks:
+            raise _malformed(f"content_block_delta for index {wire_index}, never started", self.request_id)
+        block = self._blocks[wire_index]
+        if block is None:
+            return []  # a skipped block type
+        if block.stopped:
+            raise _malformed(f"content_block_delta for index {wire_index} after its stop", self.request_id)
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
+            raise _malformed("content_block_delta without a delta object", self.request_id)
+        delta_type = delta.get("type")
+        kind = _DELTA_KINDS.get(delta_type) if isinstance(delta_type, str) else None
+        if kind is None:
+            return []
+        if kind != block.kind:
+            message = f"{delta_type} sent to a {block.kind} block (index {wire_index})"
+            raise _malformed(message, self.request_id)
+        if delta_type == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                block.signature = signature
+            return []
+        key = _DELTA_FIELDS[str(delta_type)]
+        piece = delta.get(key)
+        if not isinstance(piece, str):
+            raise _malformed(f"{delta_type} without a string {key!r}", self.request_id)
+        if not piece:
+            return []
+        if block is not self._queue[0]:
+            block.pending.append(piece)  # waits until the blocks before it end
+            return []
+        block.parts.append(piece)
+        return [self._delta(block, piece)]
+
+    def _block_stop(self, data: dict[str, Any]) -> list[AnyChunk]:
+        wire_index = self._wire_index(data, "content_block_stop")
+        if wire_index not in self._blocks:
+            raise _malformed(f"content_block_stop for index {wire_index}, never started", self.request_id)
+        block = self._blocks[wire_index]
+        if block is None:
+            return []
+        if block.stopped:
+            raise _malformed(f"content_block_stop for index {wire_index} twice", self.request_id)
+        block.stopped = True
+        out: list[AnyChunk] = []
+        self._drain(out)
+        return out
+
+    def _message_delta(self, data: dict[str, Any]) -> None:
+        delta = data.get("delta")
+        if isinstance(delta, dict):
+            stop_reason = delta.get("stop_reason")
+            if isinstance(stop_reason, str):
+                self._stop_reason = stop_reason
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self._read_usage(usage)
+
+    def _message_stop(self) -> list[AnyChunk]:
+        if self._stop_reason is None:
+            raise _malformed("message_stop without a stop_reason (no message_delta)", self.request_id)
+        out: list[AnyChunk] = []
+        # A block the wire never stopped ends with the message.
+        for block in self._queue:
+            block.stopped = True
+        self._drain(out)
+        reason = map_stop_reason(self._stop_reason)
+        calls = [b for b in self._emitted if b.kind == "tool-call"]
+        if reason.kind in ("stop", "tool-calls"):
+            bad = [b for b in calls if not _is_json_object("".join(b.parts))]
+            if bad:
+                raise _malformed(
+                    f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
+                    self.request_id,
+                )
+        has_content = any(b.kind == "tool-call" or "".join(b.parts) for b in self._emitted)
+        if reason.kind == "stop" and not has_content:
+            reason = FinishReason(
+                kind="error",
+                failure=LlmFailure(
+                    message="the model returned a completed response with no content",
+                    code="EMPTY_RESPONSE",
+                    request_id=self.request_id,
+                ),
+            )
+        elif reason.kind == "tool-calls" and not calls:
+            raise _malformed("stop_reason tool_use without any tool_use block", self.request_id)
+        elif reason.failure is not None and self.request_id is not None:
+            reason = FinishReason(
+                kind=reason.kind,
+                failure=reason.failure.model_copy(update={"request_id": self.request_id}),
+            )
+        out.append(Usage(usage=self.usage()))
+        out.append(Finish(reason=reason, replay_state=self.replay_state()))
+        self.finished = True
+        return out
+
+    # --- results --------------------------------------------------------------
+
+    def usage(self) -> TokenUsage:
+        """Token usage so far: disjoint counts (Anthropic's input_tokens is already uncached)."""
+        return TokenUsage(
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+            cache_read_tokens=self._cache_read,
+            cache_write_tokens=self._cache_write,
+            reasoning_tokens=self._reasoning_tokens,
+        )
+
+    def replay_state(self) -> dict[str, Any] | None:
+        """What a later request needs to replay this turn's thinking: signatures and redacted blocks.
+
+        ``{"thinking": [{"index": our_block_index, "signature": str}], "redactedThinking": [data]}``,
+        or None when the stream carried neither.
+        """
+        signed = [
+            {"index": b.index, "signature": b.signature}
+            for b in self._emitted
+            if b.kind == "reasoning" and b.signature
+        ]
+        if not signed and not self._redacted:
+            return None
+        state: dict[str, Any] = {}
+        if signed:
+            state["thinking"] = signed
+        if self._redacted:
+            state["redactedThinking"] = list(self._redacted)
+        return state
+
+    def signatures(self) -> list[tuple[str, str]]:
+        """(thinking text, signature) for every signed reasoning block emitted so far."""
+        return [
+            ("".join(b.parts), b.signature) for b in self._emitted if b.kind == "reasoning" and b.signature
+        ]
+
+    # --- emission -------------------------------------------------------------
+
+    def _emit_head(self, out: list[AnyChunk]) -> None:
+        """Open the head block of the queue and flush what it buffered."""
+        block = self._queue[0]
+        block.index = self._next_index
+        self._next_index += 1
+        self._emitted.append(block)
+        out.append(BlockStart(index=block.index, block_type=block.kind))
+        if block.pending:
+            # Buffered pieces go out as one delta: the block was not live while they arrived.
+            piece = "".join(block.pending)
+            block.pending.clear()
+            block.parts.append(piece)
+            out.append(self._delta(block, piece))
+
+    def _drain(self, out: list[AnyChunk]) -> None:
+        """End every stopped block at the head of the queue, opening the next ones."""
+        while self._queue and self._queue[0].stopped:
+            block = self._queue.pop(0)
+            self._end(block, out)
+            if self._queue:
+                self._emit_head(out)
+
+    def _delta(self, block: _Block, piece: str) -> AnyChunk:
+        if block.kind == "text":
+            return trusted(TextDelta, {"type": "text-delta", "index": block.index, "text": piece})
+        if block.kind == "reasoning":
+            return trusted(ReasoningDelta, {"type": "reasoning-delta", "index": block.index, "text": piece})
+        if not block.call_id:
+            # The wire never sent an id: make one up, unique in the stream.
+            block.call_id = f"toolu_chunkscope_{block.index}"
+        name = None
+        if not block.named:
+            name = block.name or None
+            block.named = True
+        return trusted(
+            ToolCallDelta,
+            {
+                "type": "tool-call-delta",
+                "index": block.index,
+                "id": block.call_id,
+                "name": name,
+                "arguments_delta": piece,
+            },
+        )
+
+    def _end(self, block: _Block, out: list[AnyChunk]) -> None:
+        if block.kind == "tool-call" and not block.parts:
+            # No input_json_delta at all: the start event's input (usually {}) is the arguments.
+            block.parts.append(block.initial_input)
+            out.append(self._delta(block, block.initial_input))
+        text = "".join(block.parts)
+        if block.kind == "text":
+            out.append(BlockEnd(index=block.index, block=TextBlock(text=text)))
+        elif block.kind == "reasoning":
+            out.append(BlockEnd(index=block.index, block=ReasoningBlock(text=text)))
+        else:
+            tool = ToolCallBlock(id=block.call_id, name=block.name, arguments=text)
+            out.append(BlockEnd(index=block.index, block=tool))
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
