@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NewType, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "chunk_to_dict",
     "block_to_dict",
     "trusted",
+    "describe_invalid",
 ]
 
 CallId = NewType("CallId", str)
@@ -280,12 +281,40 @@ def trusted(cls: type[_M], fields: dict[str, Any]) -> _M:
     return obj
 
 
-def _fast_text(cls: type[_M], obj: dict[str, Any]) -> _M | None:
+# --- fast parsing ------------------------------------------------------------------
+#
+# Each fast parser accepts exactly what full validation accepts for the
+# common shapes (exact key sets, exact types — strict mode takes no bool for an
+# int) and returns None for anything else, which then goes through full
+# validation and its error message. They build models with ``trusted``.
+
+_TEXT_DELTA_KEYS = frozenset({"type", "index", "text"})
+_BLOCK_KINDS = frozenset({"text", "reasoning", "tool-call"})
+_FINISH_KINDS = frozenset({"stop", "tool-calls", "max-tokens", "error", "aborted"})
+_USAGE_KEYS = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cacheReadTokens": "cache_read_tokens",
+    "cacheWriteTokens": "cache_write_tokens",
+    "reasoningTokens": "reasoning_tokens",
+}
+
+
+def _fast_text(obj: dict[str, Any]) -> TextDelta | None:
     if len(obj) == 3:
         index = obj.get("index")
         text = obj.get("text")
         if type(index) is int and type(text) is str:
-            return trusted(cls, {"type": obj["type"], "index": index, "text": text})
+            return trusted(TextDelta, {"type": "text-delta", "index": index, "text": text})
+    return None
+
+
+def _fast_reasoning(obj: dict[str, Any]) -> ReasoningDelta | None:
+    if len(obj) == 3:
+        index = obj.get("index")
+        text = obj.get("text")
+        if type(index) is int and type(text) is str:
+            return trusted(ReasoningDelta, {"type": "reasoning-delta", "index": index, "text": text})
     return None
 
 
@@ -303,7 +332,13 @@ def _fast_tool(obj: dict[str, Any]) -> ToolCallDelta | None:
     ):
         return trusted(
             ToolCallDelta,
-            {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "arguments_delta": delta},
+            {
+                "type": "tool-call-delta",
+                "index": index,
+                "id": call_id,
+                "name": name,
+                "arguments_delta": delta,
+            },
         )
     return None
 
@@ -311,9 +346,92 @@ def _fast_tool(obj: dict[str, Any]) -> ToolCallDelta | None:
 def _fast_start(obj: dict[str, Any]) -> BlockStart | None:
     index = obj.get("index")
     kind = obj.get("blockType")
-    if len(obj) == 3 and type(index) is int and kind in ("text", "reasoning", "tool-call"):
+    if len(obj) == 3 and type(index) is int and kind in _BLOCK_KINDS:
         return trusted(BlockStart, {"type": "block-start", "index": index, "block_type": kind})
     return None
+
+
+def _fast_block(block: Any) -> AnyBlock | None:
+    if type(block) is not dict:
+        return None
+    kind = block.get("type")
+    if kind == "text" or kind == "reasoning":
+        text = block.get("text")
+        if len(block) == 2 and type(text) is str:
+            if kind == "text":
+                return trusted(TextBlock, {"type": "text", "text": text})
+            return trusted(ReasoningBlock, {"type": "reasoning", "text": text})
+    elif kind == "tool-call":
+        call_id = block.get("id")
+        name = block.get("name")
+        arguments = block.get("arguments")
+        if len(block) == 4 and type(call_id) is str and type(name) is str and type(arguments) is str:
+            return trusted(
+                ToolCallBlock, {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+            )
+    return None
+
+
+def _fast_end(obj: dict[str, Any]) -> BlockEnd | None:
+    index = obj.get("index")
+    if len(obj) == 3 and type(index) is int:
+        block = _fast_block(obj.get("block"))
+        if block is not None:
+            return trusted(BlockEnd, {"type": "block-end", "index": index, "block": block})
+    return None
+
+
+def _fast_usage(obj: dict[str, Any]) -> Usage | None:
+    counts = obj.get("usage")
+    if len(obj) != 2 or type(counts) is not dict:
+        return None
+    fields: dict[str, Any] = {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cache_read_tokens": None,
+        "cache_write_tokens": None,
+        "reasoning_tokens": None,
+    }
+    for key, value in counts.items():
+        name = _USAGE_KEYS.get(key)
+        if name is None or not (type(value) is int or value is None):
+            return None
+        fields[name] = value
+    if fields["input_tokens"] is None or fields["output_tokens"] is None:
+        return None
+    return trusted(Usage, {"type": "usage", "usage": trusted(TokenUsage, fields)})
+
+
+def _fast_finish(obj: dict[str, Any]) -> Finish | None:
+    # Only failure-free reasons; a failure goes through full validation (its ranges).
+    reason = obj.get("reason")
+    size = len(obj)
+    if (
+        type(reason) is dict
+        and len(reason) == 1
+        and reason.get("kind") in _FINISH_KINDS
+        and (size == 2 or (size == 3 and "replayState" in obj))
+    ):
+        return trusted(
+            Finish,
+            {
+                "type": "finish",
+                "reason": trusted(FinishReason, {"kind": reason["kind"], "failure": None}),
+                "replay_state": obj.get("replayState"),
+            },
+        )
+    return None
+
+
+_FAST_PARSERS: dict[Any, Any] = {
+    "text-delta": _fast_text,
+    "reasoning-delta": _fast_reasoning,
+    "tool-call-delta": _fast_tool,
+    "block-start": _fast_start,
+    "block-end": _fast_end,
+    "usage": _fast_usage,
+    "finish": _fast_finish,
+}
 
 
 def parse_chunk(obj: Any) -> AnyChunk:
@@ -324,30 +442,23 @@ def parse_chunk(obj: Any) -> AnyChunk:
     consumers turn that into a ``schema`` violation.
     """
     if type(obj) is dict:
-        # Fast paths for the shapes that make up almost every stream; any
-        # irregularity falls through to full validation and its error message.
-        kind = obj.get("type")
-        fast: AnyChunk | None = None
-        if kind == "text-delta":
-            fast = _fast_text(TextDelta, obj)
-        elif kind == "reasoning-delta":
-            fast = _fast_text(ReasoningDelta, obj)
-        elif kind == "tool-call-delta":
-            fast = _fast_tool(obj)
-        elif kind == "block-start":
-            fast = _fast_start(obj)
+        # Fast paths for the regular shapes; any irregularity falls through to
+        # full validation and its error message.
+        fast = _FAST_PARSERS.get(obj.get("type"))
         if fast is not None:
-            return fast
+            chunk: AnyChunk | None = fast(obj)
+            if chunk is not None:
+                return chunk
     elif type(obj) in _CHUNK_MODELS:  # exact type check: isinstance on models is slow
         return obj  # type: ignore[no-any-return]
-    chunk: AnyChunk = _chunk_adapter.validate_python(obj)
-    return chunk
+    parsed: AnyChunk = _chunk_adapter.validate_python(obj)
+    return parsed
 
 
 def parse_block(obj: Any) -> AnyBlock:
     """Return ``obj`` as a typed content block (model or camelCase dict)."""
     if isinstance(obj, (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock)):
-        return obj  # type: ignore[return-value]
+        return obj
     block: AnyBlock = _block_adapter.validate_python(obj)
     return block
 
@@ -360,3 +471,56 @@ def chunk_to_dict(chunk: ChunkLike) -> dict[str, Any]:
 def block_to_dict(block: AnyBlock) -> dict[str, Any]:
     """The JSON form of a content block."""
     return block.to_dict()
+
+
+def describe_invalid(obj: Any, exc: Exception | None = None) -> str:
+    """One sentence saying why ``obj`` is not a chunk (for ``schema`` violations and file errors).
+
+    ``exc`` is the ``pydantic.ValidationError`` that ``parse_chunk(obj)`` raised, when there is one.
+    """
+    if not isinstance(obj, dict):
+        return f"expected a chunk (a model or a dict with a 'type'), got {type(obj).__name__}"
+    kind = obj.get("type")
+    if kind is None:
+        return "the chunk has no 'type' field"
+    if kind not in CHUNK_TYPES:
+        expected = ", ".join(CHUNK_TYPES)
+        return f"unknown chunk type {kind!r} (expected one of {expected})"
+    errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
+    if not errors:
+        return f"the {kind} chunk is malformed"
+    parts = [_describe_error(obj, err) for err in errors[:3]]
+    more = f" (and {len(errors) - 3} more problems)" if len(errors) > 3 else ""
+    return f"the {kind} chunk is malformed: " + "; ".join(parts) + more
+
+
+def _describe_error(obj: dict[str, Any], err: Any) -> str:
+    # pydantic puts each discriminated union's tag into the location; keep only
+    # the keys the user actually wrote.
+    loc: list[str] = []
+    node: Any = obj
+    tag_skipped = False
+    for part in list(err.get("loc", ()))[1:]:
+        if not tag_skipped and isinstance(node, dict) and part not in node and node.get("type") == part:
+            tag_skipped = True
+            continue
+        tag_skipped = False
+        loc.append(str(part))
+        node = (
+            node.get(part)
+            if isinstance(node, dict)
+            else (
+                node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
+            )
+        )
+    where = ".".join(loc) or "the chunk"
+    kind = err.get("type", "")
+    if kind == "missing":
+        return f"{where!r} is missing"
+    if kind == "extra_forbidden":
+        return f"unexpected field {where!r}"
+    got = err.get("input")
+    got_text = repr(got)
+    if len(got_text) > 40:
+        got_text = got_text[:37] + "..."
+    return f"{where!r}: {str(err.get('msg', 'invalid')).lower()} (got {got_text})"

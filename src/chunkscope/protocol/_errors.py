@@ -88,6 +88,7 @@ ERROR_CODES: dict[str, ErrorCode] = _codes(
 )
 """Every code the library defines: code → ``ErrorCode``. Add codes; never rename or remove."""
 
+
 def is_retryable(code: str) -> bool:
     """Default retryability of ``code``; unknown codes (and ``HTTP_<n>``) are not retryable."""
     info = ERROR_CODES.get(code)

@@ -1,0 +1,459 @@
+"""Assembly: chunks → blocks and a message; ``collect`` → ``StreamResult``.
+
+``BlockAssembler`` follows the TypeScript reference's ``assembler.ts``: blocks
+come out in first-seen order; a delta for an index with no ``block-start``
+opens the block implicitly; a repeated ``block-start`` and deltas after a
+block's ``block-end`` are ignored; the first ``block-end`` of an index wins and
+is authoritative; a tool call with no id assembles as ``call-<index>`` and an
+empty name never overwrites an earlier one; ``finish`` reads ``stop`` until a
+finish arrives; a ``max-tokens`` finish drops tool-call blocks (their JSON may
+be cut short). It never raises on a malformed stream — the rules say what is
+wrong, the assembler shows what arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._chunks import (
+    AnyBlock,
+    BlockEnd,
+    BlockStart,
+    ChunkLike,
+    Finish,
+    FinishReason,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+    parse_chunk,
+    trusted,
+)
+from ._errors import LlmError
+from ._messages import Message
+from ._rules import Checker, Violation
+
+__all__ = ["BlockAssembler", "StreamResult", "Timings", "collect"]
+
+_STOP = FinishReason(kind="stop")
+
+
+_FAST_DELTA: dict[str, type[Any]] = {"text": TextDelta, "reasoning": ReasoningDelta}
+
+
+class _Partial:
+    """One block being assembled. Text and arguments accumulate apart, as in the reference."""
+
+    __slots__ = ("args", "block", "call_id", "fast", "index", "kind", "name", "text")
+
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
+        self.kind = kind
+        # The delta class push() appends on its inlined path; None once closed.
+        self.fast: type[Any] | None = _FAST_DELTA.get(kind)
+        self.text: list[str] = []
+        self.args: list[str] = []
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.block: AnyBlock | None = None  # set by the first block-end: authoritative, freezes the partial
+
+
+_NO_PARTIAL = _Partial(-1, "none")
+
+
+class BlockAssembler:
+    """Incrementally assembles chunks into complete blocks and an assistant message.
+
+    ``push`` every chunk in stream order (models, or dicts, which are parsed),
+    then read ``blocks()``, ``message()``, ``usage`` and ``finish`` — or
+    ``interrupted_blocks()`` when the stream was cut short.
+    """
+
+    def __init__(self) -> None:
+        self._partials: dict[int, _Partial] = {}
+        self._last = _NO_PARTIAL  # the partial the previous chunk touched
+        self._usage: TokenUsage | None = None
+        self._finish: FinishReason | None = None
+        self._replay_state: Any = None
+        self._dispatch: dict[type[Any], Callable[[Any], None]] = {
+            TextDelta: self._text,
+            ReasoningDelta: self._reasoning,
+            ToolCallDelta: self._tool,
+            BlockStart: self._start,
+            BlockEnd: self._end,
+            Usage: self._usage_chunk,
+            Finish: self._finish_chunk,
+        }
+
+    def push(self, chunk: ChunkLike) -> None:
+        """Feed the next chunk. Raises ``pydantic.ValidationError`` only for a dict that is not a chunk."""
+        partial = self._last
+        # The hot path, inlined: another delta for the block the previous chunk touched.
+        if type(chunk) is partial.fast and chunk.index == partial.index:  # type: ignore[union-attr]
+            partial.text.append(chunk.text)  # type: ignore[union-attr]
+            return
+        handler = self._dispatch.get(type(chunk))
+        if handler is None:
+            parsed = parse_chunk(chunk)
+            handler = self._dispatch[type(parsed)]
+            chunk = parsed
+        handler(chunk)
+
+    # dicts keep first-insertion order, which is first-seen order.
+    def _ensure(self, index: int, kind: str) -> _Partial:
+        partial = self._partials[index] = _Partial(index, kind)
+        return partial
+
+    def _text(self, chunk: TextDelta) -> None:
+        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, "text")
+        if partial.block is None:
+            partial.text.append(chunk.text)
+            if partial.kind == "text":
+                self._last = partial
+
+    def _reasoning(self, chunk: ReasoningDelta) -> None:
+        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, "reasoning")
+        if partial.block is None:
+            partial.text.append(chunk.text)
+            if partial.kind == "reasoning":
+                self._last = partial
+
+    def _tool(self, chunk: ToolCallDelta) -> None:
+        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, "tool-call")
+        if partial.block is None:
+            partial.call_id = chunk.id
+            if chunk.name:
+                partial.name = chunk.name
+            partial.args.append(chunk.arguments_delta)
+
+    def _start(self, chunk: BlockStart) -> None:
+        if chunk.index not in self._partials:
+            self._last = self._partials[chunk.index] = _Partial(chunk.index, chunk.block_type)
+
+    def _end(self, chunk: BlockEnd) -> None:
+        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, chunk.block.type)
+        if partial.block is None:  # first close wins
+            partial.block = chunk.block
+            partial.fast = None
+
+    def _usage_chunk(self, chunk: Usage) -> None:
+        self._usage = chunk.usage
+
+    def _finish_chunk(self, chunk: Finish) -> None:
+        self._finish = chunk.reason
+        self._replay_state = chunk.replay_state
+
+    # --- results --------------------------------------------------------------
+
+    @staticmethod
+    def _assemble(partial: _Partial, index: int) -> AnyBlock:
+        if partial.block is not None:
+            return partial.block
+        kind = partial.kind
+        if kind == "text":
+            return trusted(TextBlock, {"type": "text", "text": "".join(partial.text)})
+        if kind == "reasoning":
+            return trusted(ReasoningBlock, {"type": "reasoning", "text": "".join(partial.text)})
+        return trusted(
+            ToolCallBlock,
+            {
+                "type": "tool-call",
+                "id": partial.call_id if partial.call_id is not None else f"call-{index}",
+                "name": partial.name or "",
+                "arguments": "".join(partial.args),
+            },
+        )
+
+    def _all(self) -> list[AnyBlock]:
+        return [self._assemble(partial, index) for index, partial in self._partials.items()]
+
+    def blocks(self) -> list[AnyBlock]:
+        """Every block seen so far, in first-seen order; a ``max-tokens`` finish drops tool calls.
+
+        A block still open assembles from its deltas; a closed one is its ``block-end``'s block.
+        """
+        blocks = self._all()
+        if self._finish is not None and self._finish.kind == "max-tokens":
+            return [block for block in blocks if block.type != "tool-call"]
+        return blocks
+
+    def interrupted_blocks(self) -> list[AnyBlock]:
+        """What an interrupted stream can safely keep: text and reasoning blocks with non-whitespace text.
+
+        Tool calls are left out: an interruption precedes their dispatch.
+        """
+        kept: list[AnyBlock] = []
+        for index, partial in self._partials.items():
+            kind = partial.block.type if partial.block is not None else partial.kind
+            if kind not in ("text", "reasoning"):
+                continue
+            block = self._assemble(partial, index)
+            if block.text.strip():  # type: ignore[union-attr]
+                kept.append(block)
+        return kept
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The usage chunk's counts (the latest one); None until one arrives."""
+        return self._usage
+
+    @property
+    def finish(self) -> FinishReason:
+        """The finish chunk's reason; ``stop`` until one arrives."""
+        return self._finish if self._finish is not None else _STOP
+
+    @property
+    def finished(self) -> bool:
+        """True once a finish chunk has arrived."""
+        return self._finish is not None
+
+    @property
+    def replay_state(self) -> Any:
+        """The finish chunk's opaque ``replayState``, per-block entries pruned in step with ``blocks()``.
+
+        None when there is none, or when its ``blocks`` entries do not align with the blocks seen.
+        """
+        state = self._replay_state
+        if not isinstance(state, dict) or not isinstance(state.get("blocks"), list):
+            return state
+        entries: list[Any] = state["blocks"]
+        every = self._all()
+        if len(entries) != len(every):
+            return None
+        if self.finish.kind != "max-tokens":
+            return state
+        kept = [entry for entry, block in zip(entries, every, strict=True) if block.type != "tool-call"]
+        if len(kept) == len(entries):
+            return state
+        return {"response": state.get("response"), "blocks": kept}
+
+    def message(self) -> Message:
+        """The assembled assistant message over ``blocks()``."""
+        return Message(role="assistant", content=self.blocks())
+
+    def __repr__(self) -> str:
+        return f"BlockAssembler(blocks={len(self._partials)}, finish={self.finish.kind!r})"
+
+
+# --- collect -------------------------------------------------------------------
+
+
+@dataclass
+class Timings:
+    """When chunks arrived, in seconds since ``collect`` started."""
+
+    first_chunk_s: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    total_s: float = 0.0
+
+
+@dataclass
+class StreamResult:
+    """Everything one stream produced.
+
+    ``chunks`` are the chunks in arrival order as typed models (seed-style
+    dicts parsed); an item that is not a chunk stays as it came, so violation
+    positions and ``timings.chunk_times`` index ``chunks``. ``blocks`` are
+    the assembled blocks (``BlockAssembler`` rules);
+    ``finish`` is None when no finish chunk arrived; ``error`` is what the
+    stream raised (anything not an ``LlmError`` is wrapped as code ``UNKNOWN``
+    with the original as ``cause``). Output before an error is kept.
+    """
+
+    chunks: list[Any] = field(default_factory=list)
+    blocks: list[AnyBlock] = field(default_factory=list)
+    usage: TokenUsage | None = None
+    finish: FinishReason | None = None
+    error: LlmError | None = None
+    violations: list[Violation] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings)
+    profile: str = "strict"
+
+    @property
+    def text(self) -> str:
+        """The visible text: every text block, joined."""
+        return "".join(block.text for block in self.blocks if isinstance(block, TextBlock))
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning text: every reasoning block, joined."""
+        return "".join(block.text for block in self.blocks if isinstance(block, ReasoningBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        """The tool-call blocks, in order."""
+        return [block for block in self.blocks if isinstance(block, ToolCallBlock)]
+
+    def message(self) -> Message:
+        """The assistant message over ``blocks`` (what an agent loop appends to the conversation)."""
+        return Message(role="assistant", content=self.blocks)
+
+    @property
+    def errors(self) -> list[Violation]:
+        """The error-severity violations (warnings left out)."""
+        return [v for v in self.violations if v.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """True when the stream raised nothing, finished successfully and broke no rule (warnings allowed)."""
+        return self.error is None and self.finish is not None and self.finish.ok and not self.errors
+
+    @property
+    def error_code(self) -> str | None:
+        """The raised error's code, else the error/aborted finish's failure code, else None."""
+        if self.error is not None:
+            return self.error.code
+        if self.finish is not None and self.finish.failure is not None:
+            return self.finish.failure.code
+        return None
+
+    def __repr__(self) -> str:
+        parts = [f"ok={self.ok}"]
+        parts.append(f"finish={self.finish.kind!r}" if self.finish is not None else "finish=None")
+        if self.error_code is not None:
+            parts.append(f"error_code={self.error_code!r}")
+        kinds = ", ".join(_block_summary(block) for block in self.blocks)
+        parts.append(f"blocks=[{kinds}]")
+        if self.usage is not None:
+            parts.append(f"usage=(in {self.usage.input_tokens}, out {self.usage.output_tokens})")
+        errors = len(self.errors)
+        warnings = len(self.violations) - errors
+        parts.append(
+            f"violations={errors}" + (f"+{warnings} warning{'s' if warnings > 1 else ''}" if warnings else "")
+        )
+        parts.append(f"chunks={len(self.chunks)}")
+        parts.append(f"total={self.timings.total_s:.3f}s")
+        return f"StreamResult({', '.join(parts)})"
+
+
+def _block_summary(block: AnyBlock) -> str:
+    if isinstance(block, (TextBlock, ReasoningBlock)):
+        return f"{block.type}: {len(block.text)} chars"
+    if isinstance(block, ToolCallBlock):
+        return f"tool-call {block.name}"
+    return block.type
+
+
+class _Collector:
+    """Checks and assembles one stream chunk by chunk (the engine of ``collect``).
+
+    Internal, but shared with ``chunkscope.notebook`` (the timeline consumes a
+    stream through it): keep ``add``, ``chunks`` (parsed chunks; an item that is
+    no chunk as it came), ``violations`` and ``result(profile, error)`` stable.
+    """
+
+    def __init__(self, profile: str) -> None:
+        self.checker = Checker(profile)
+        self.assembler = BlockAssembler()
+        self.chunks: list[Any] = []
+        self.violations: list[Violation] = []
+
+    def add(self, chunk: Any) -> None:
+        """Take the next chunk: keep it (parsed), check it, assemble it."""
+        checker = self.checker
+        block = checker._cur
+        partial = self.assembler._last
+        kind = type(chunk)
+        # Checker.feed's and BlockAssembler.push's inlined paths, fused: a
+        # delta continuing the block both already hold reads the chunk once.
+        if kind is block.fast and kind is partial.fast:
+            index = chunk.index
+            if index == block.index and index == partial.index:
+                text = chunk.text
+                block.parts.append(text)
+                partial.text.append(text)
+                checker._pos += 1
+                self.chunks.append(chunk)
+                return
+        handler = self.assembler._dispatch.get(kind)
+        if handler is None:
+            try:
+                chunk = parse_chunk(chunk)
+            except ValidationError:
+                self.chunks.append(chunk)  # kept as it came, so positions still index chunks
+                self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
+                return
+            handler = self.assembler._dispatch[type(chunk)]
+        self.chunks.append(chunk)
+        found = checker.feed(chunk)
+        if found:
+            self.violations.extend(found)
+        handler(chunk)
+
+    def result(self, profile: str, error: LlmError | None) -> StreamResult:
+        """The ``StreamResult``; end-of-stream rules run only when the stream did not raise."""
+        if error is None:
+            self.violations.extend(self.checker.close())
+        assembler = self.assembler
+        return StreamResult(
+            chunks=self.chunks,
+            blocks=assembler.blocks(),
+            usage=assembler.usage,
+            finish=assembler._finish,
+            error=error,
+            violations=self.violations,
+            profile=profile,
+        )
+
+
+async def collect(
+    stream: AsyncIterable[Any] | Iterable[Any],
+    *,
+    profile: str = "strict",
+    clock: Callable[[], float] = time.perf_counter,
+) -> StreamResult:
+    """Consume ``stream`` (async or sync; models or seed-style dicts) into a ``StreamResult``.
+
+    Checks every chunk under ``profile`` and assembles the blocks. Never
+    raises for what the stream does: an exception from the stream ends
+    collection and lands in ``error`` (partial output kept; the end-of-stream
+    check for a missing finish is then skipped — the error explains it);
+    asyncio cancellation still propagates. ``clock`` (seconds) is injectable
+    for tests.
+    """
+    collector = _Collector(profile)
+    add = collector.add
+    times: list[float] = []
+    error: LlmError | None = None
+    start = clock()
+    if isinstance(stream, AsyncIterable):
+        iterator: Any = stream.__aiter__()
+        is_async = True
+    else:
+        iterator = iter(stream)
+        is_async = False
+    completed = False
+    try:
+        while True:
+            try:
+                chunk = await iterator.__anext__() if is_async else next(iterator)
+            except (StopAsyncIteration, StopIteration):
+                completed = True
+                break
+            times.append(clock() - start)
+            add(chunk)
+    except LlmError as exc:
+        error = exc
+    except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
+        error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+    finally:
+        if not completed:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
+                    await aclose()
+    result = collector.result(profile, error)
+    result.timings = Timings(
+        first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
+    )
+    return result

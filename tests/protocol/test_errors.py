@@ -1,0 +1,163 @@
+"""``LlmError``, its code registry, ``failure`` and ``error_chain``."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+from chunkscope.protocol import ERROR_CODES, LlmError, LlmFailure, Violation, error_chain
+from chunkscope.protocol._errors import http_status_code, is_retryable
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import ExceptionGroup
+
+SNAPSHOT = Path(__file__).with_name("error_codes.snapshot.json")
+
+
+def test_every_published_code_still_exists_with_the_same_retryability() -> None:
+    published: dict[str, bool] = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    missing = sorted(set(published) - set(ERROR_CODES))
+    assert not missing, f"published error codes were removed: {missing}"
+    changed = {
+        code: ERROR_CODES[code].retryable
+        for code, retryable in published.items()
+        if ERROR_CODES[code].retryable != retryable
+    }
+    assert not changed, f"published error codes changed retryability: {changed}"
+
+
+def test_the_registry_holds_the_protocol_codes() -> None:
+    for code in (
+        "PROVIDER_HTTP_ERROR",
+        "AUTH",
+        "RATE_LIMIT",
+        "QUOTA",
+        "CONTEXT_WINDOW_EXCEEDED",
+        "INVALID_REQUEST",
+        "SERVER",
+        "TIMEOUT",
+        "TRANSPORT",
+        "ABORTED",
+        "STREAM_CLOSED",
+        "MALFORMED_RESPONSE",
+        "EMPTY_RESPONSE",
+        "MISSING_CREDENTIAL",
+        "INVALID_CREDENTIAL",
+        "UNSUPPORTED_OPTION",
+        "UNSUPPORTED_REASONING_EFFORT",
+        "NO_ADAPTER",
+        "DUPLICATE_ADAPTER",
+        "PROTOCOL_VIOLATION",
+        "UNKNOWN",
+    ):
+        assert ERROR_CODES[code].code == code
+        assert ERROR_CODES[code].description
+
+
+@pytest.mark.parametrize(
+    ("code", "retryable"),
+    [
+        ("RATE_LIMIT", True),
+        ("SERVER", True),
+        ("TIMEOUT", True),
+        ("TRANSPORT", True),
+        ("STREAM_CLOSED", True),
+        ("EMPTY_RESPONSE", True),
+        ("AUTH", False),
+        ("PROTOCOL_VIOLATION", False),
+        ("HTTP_404", False),
+        ("NOT_A_CODE", False),
+    ],
+)
+def test_retryability_follows_the_registry(code: str, retryable: bool) -> None:
+    assert is_retryable(code) is retryable
+    assert LlmError("x", code).retryable is retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        (401, "AUTH"),
+        (403, "AUTH"),
+        (429, "RATE_LIMIT"),
+        (400, "INVALID_REQUEST"),
+        (413, "INVALID_REQUEST"),
+        (500, "SERVER"),
+        (503, "SERVER"),
+        (404, "HTTP_404"),
+        (409, "HTTP_409"),
+    ],
+)
+def test_maps_http_status_to_code(status: int, code: str) -> None:
+    assert http_status_code(status) == code
+
+
+def test_llm_error_carries_its_facts_and_failure_form() -> None:
+    root = OSError("connection reset by peer")
+    error = LlmError(
+        "rate limited", "RATE_LIMIT", status=429, retry_after_ms=2000, request_id="req-9", cause=root
+    )
+    assert (error.code, error.status, error.retry_after_ms, error.request_id) == (
+        "RATE_LIMIT",
+        429,
+        2000,
+        "req-9",
+    )
+    assert error.cause is root and error.__cause__ is root
+    assert error.failure == LlmFailure(
+        message="rate limited",
+        code="RATE_LIMIT",
+        status=429,
+        provider_retry_after_ms=2000,
+        request_id="req-9",
+    )
+    assert LlmError.from_failure(error.failure).failure == error.failure
+    assert str(error) == "[RATE_LIMIT] rate limited"
+    assert (
+        repr(error)
+        == "LlmError('rate limited', 'RATE_LIMIT', status=429, retry_after_ms=2000, request_id='req-9')"
+    )
+
+
+def test_failure_drops_facts_outside_the_wire_ranges() -> None:
+    error = LlmError("odd", "HTTP_999", status=999, retry_after_ms=0)
+    assert error.retry_after_ms is None
+    assert error.failure.status is None
+
+
+def test_protocol_violation_carries_violations() -> None:
+    violation = Violation("finish-last", "error", None, None, "no finish")
+    error = LlmError("broken", "PROTOCOL_VIOLATION", violations=[violation])
+    assert error.violations == [violation]
+    assert LlmError("x", "SERVER").violations == []
+
+
+def test_llm_error_survives_pickling() -> None:
+    error = pickle.loads(pickle.dumps(LlmError("m", "TIMEOUT", status=504, request_id="r")))
+    assert (error.message, error.code, error.status, error.request_id) == ("m", "TIMEOUT", 504, "r")
+
+
+def test_error_chain_renders_the_whole_cause_chain() -> None:
+    root = ConnectionResetError("reset by peer")
+    middle = LlmError("transport failed", "TRANSPORT", cause=root)
+    outer = LlmError("call failed after 3 attempts", "TRANSPORT", cause=middle)
+    assert error_chain(outer) == "call failed after 3 attempts: transport failed: reset by peer"
+
+
+def test_error_chain_skips_repeated_text_and_survives_cycles_and_groups() -> None:
+    inner = ValueError("same")
+    outer = RuntimeError("same")
+    outer.__cause__ = inner
+    assert error_chain(outer) == "same"
+    a = RuntimeError("a")
+    b = RuntimeError("b")
+    a.__cause__ = b
+    b.__cause__ = a
+    assert error_chain(a) == "a: b: <circular cause>"
+    group = ExceptionGroup("two failed", [ValueError("one"), KeyError("two")])
+    assert error_chain(group) == "two failed (2 sub-exceptions) [one; 'two']"
+    assert error_chain(RuntimeError()) == "RuntimeError"
