@@ -1,0 +1,364 @@
+"""OpenAICompatAdapter's cost per SSE event, side by side with a floor and the official SDK.
+
+Run: ``python benchmarks/bench_adapters.py [--events N] [--repeat R]``
+
+One DeepSeek-style stream (reasoning, then text, then two tool calls whose
+arguments arrive in many fragments; finish, usage, ``[DONE]``) is parsed by:
+
+a. the floor: split the bytes into events by hand and ``json.loads`` each payload
+   (and, for reference, the same with ``JSONDecoder.raw_decode``, the adapter's entry
+   into the same C parser);
+b. the official ``openai`` package (``AsyncOpenAI`` over an ``httpx.MockTransport``);
+   plus two reference rows: httpx-sse's framing alone, and framing + ``json.loads``
+   (what any httpx-sse based parser pays before doing anything);
+c. ``OpenAICompatAdapter`` over the same in-memory transport — alone, with a
+   ``Checker`` fed every chunk by the consumer, and wrapped in ``validated()``;
+d. ``OpenAICompatAdapter`` over real loopback HTTP (a tiny asyncio server serving the bytes).
+
+The machine is shared and noisy, so every row is the best of ``--repeat``
+runs and is printed as a ratio against the floor measured in the same run.
+Numbers are µs per SSE event; no assertion is made on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource
+
+from chunkscope.adapters._base import GenerateOptions
+from chunkscope.adapters.openai_compat import OpenAICompatAdapter
+from chunkscope.protocol._rules import Checker, validated
+
+MODEL = "deepseek-v4-flash"
+
+
+def _event(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None) -> str:
+    body: dict[str, Any] = {
+        "id": "3f0c6a5e-2b1d-4c4e-9a7f-0d6c1b2a3e4f",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": MODEL,
+        "system_fingerprint": "fp_8802369eaa_prod0623_fp8_kvcache",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return "data: " + json.dumps(body, separators=(",", ":")) + "\n\n"
+
+
+def build_stream(events: int) -> tuple[bytes, int]:
+    """DeepSeek-style SSE bytes with about ``events`` content events; returns (bytes, event count)."""
+    reasoning = events * 4 // 10
+    text = events * 4 // 10
+    args = events - reasoning - text
+    parts = [_event({"role": "assistant", "content": None, "reasoning_content": ""})]
+    parts += [_event({"content": None, "reasoning_content": f" thought{i}"}) for i in range(reasoning)]
+    parts += [_event({"content": f" word{i}", "reasoning_content": None}) for i in range(text)]
+    per_call = args // 2
+    for call in range(2):
+        parts.append(
+            _event(
+                {
+                    "tool_calls": [
+                        {
+                            "index": call,
+                            "id": f"call_{call}",
+                            "type": "function",
+                            "function": {"name": "search", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        parts.append(_event({"tool_calls": [{"index": call, "function": {"arguments": '{"items": ['}}]}))
+        parts += [
+            _event({"tool_calls": [{"index": call, "function": {"arguments": f'"item{i}", '}}]})
+            for i in range(per_call - 3)
+        ]
+        parts.append(_event({"tool_calls": [{"index": call, "function": {"arguments": '"end"]}'}}]}))
+    parts.append(_event({"content": None}, finish="tool_calls"))
+    usage = {
+        "prompt_tokens": 1200,
+        "completion_tokens": events,
+        "total_tokens": 1200 + events,
+        "prompt_cache_hit_tokens": 1024,
+        "prompt_cache_miss_tokens": 176,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    parts.append(
+        "data: "
+        + json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": MODEL,
+                "choices": [],
+                "usage": usage,
+            }
+        )
+        + "\n\n"
+    )
+    parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode(), len(parts)
+
+
+# --- the contenders -----------------------------------------------------------------
+
+
+def floor(raw: bytes) -> int:
+    n = 0
+    loads = json.loads
+    for event in raw.decode().split("\n\n"):
+        if event.startswith("data: "):
+            payload = event[6:]
+            if payload != "[DONE]":
+                loads(payload)
+            n += 1
+    return n
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def floor_raw_decode(raw: bytes) -> int:
+    """The floor with the adapter's JSON entry point (``raw_decode``: json.loads minus two Python frames)."""
+    n = 0
+    decode = _raw_decode
+    for event in raw.decode().split("\n\n"):
+        if event.startswith("data: "):
+            payload = event[6:]
+            if payload != "[DONE]":
+                decode(payload)
+            n += 1
+    return n
+
+
+def _mock_client(raw: bytes) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=raw)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+def _options() -> GenerateOptions:
+    return GenerateOptions("deepseek", MODEL, [{"role": "user", "content": "benchmark"}])
+
+
+async def openai_sdk(raw: bytes) -> int:
+    from openai import AsyncOpenAI
+
+    async with _mock_client(raw) as http:
+        client = AsyncOpenAI(base_url="http://bench.test/v1", api_key="bench", http_client=http)
+        stream = await client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "benchmark"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        n = 0
+        async for _ in stream:
+            n += 1
+        return n
+
+
+async def sse_framing(raw: bytes) -> int:
+    """httpx-sse's framing alone (what the adapter cannot avoid paying)."""
+    async with _mock_client(raw) as http, http.stream("POST", "http://bench.test/v1/chat/completions") as r:
+        n = 0
+        async for event in EventSource(r).aiter_sse():
+            event.data  # noqa: B018 - touch the payload as a consumer would
+            n += 1
+        return n
+
+
+async def sse_json(raw: bytes) -> int:
+    """httpx-sse framing plus json.loads of every payload: the floor with httpx-sse in it."""
+    loads = json.loads
+    async with _mock_client(raw) as http, http.stream("POST", "http://bench.test/v1/chat/completions") as r:
+        n = 0
+        async for event in EventSource(r).aiter_sse():
+            if event.data != "[DONE]":
+                loads(event.data)
+            n += 1
+        return n
+
+
+async def adapter_alone(raw: bytes) -> int:
+    async with _mock_client(raw) as http:
+        adapter = OpenAICompatAdapter("http://bench.test/v1", "bench", http_client=http)
+        n = 0
+        async for _ in adapter.stream(_options()):
+            n += 1
+        return n
+
+
+async def adapter_checked(raw: bytes) -> int:
+    async with _mock_client(raw) as http:
+        adapter = OpenAICompatAdapter("http://bench.test/v1", "bench", http_client=http)
+        checker = Checker("strict")
+        feed = checker.feed
+        n = 0
+        async for chunk in adapter.stream(_options()):
+            if feed(chunk):
+                raise AssertionError("violation")
+            n += 1
+        if checker.close():
+            raise AssertionError("violation at the end")
+        return n
+
+
+async def adapter_validated(raw: bytes) -> int:
+    async with _mock_client(raw) as http:
+        adapter = OpenAICompatAdapter("http://bench.test/v1", "bench", http_client=http)
+        n = 0
+        async for _ in validated(adapter.stream(_options()), profile="strict", on_violation="raise"):
+            n += 1
+        return n
+
+
+_SERVER = r"""
+import asyncio, sys
+raw = open(sys.argv[1], "rb").read()
+head = ("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        f"content-length: {len(raw)}\r\n\r\n").encode()
+async def serve(reader, writer):
+    try:
+        while True:
+            request = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in request.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            writer.write(head + raw)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+class LoopbackServer:
+    """A minimal HTTP/1.1 server on 127.0.0.1, in a subprocess (so its CPU is not ours),
+    answering every POST with the same SSE bytes."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._file = tempfile.NamedTemporaryFile(suffix=".sse", delete=False)  # noqa: SIM115
+        self._file.write(raw)
+        self._file.close()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, self._file.name], stdout=subprocess.PIPE, text=True
+        )
+        assert self._proc.stdout is not None
+        self.url = f"http://127.0.0.1:{int(self._proc.stdout.readline())}/v1"
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait()
+        os.unlink(self._file.name)
+
+
+def loopback(url: str, checked: bool) -> Callable[[bytes], Awaitable[int]]:
+    async def run(raw: bytes) -> int:
+        async with httpx.AsyncClient() as http:
+            adapter = OpenAICompatAdapter(url, "bench", http_client=http)
+            checker = Checker("strict")
+            n = 0
+            async for chunk in adapter.stream(_options()):
+                if checked and checker.feed(chunk):
+                    raise AssertionError("violation")
+                n += 1
+            return n
+
+    return run
+
+
+def floor_loopback(url: str) -> Callable[[bytes], Awaitable[int]]:
+    """Loopback floor: httpx streams the same bytes, split and json.loads by hand."""
+
+    async def run(raw: bytes) -> int:
+        async with httpx.AsyncClient() as http:
+            body = b""
+            async with http.stream("POST", url + "/chat/completions", json={}) as r:
+                async for part in r.aiter_bytes():
+                    body += part
+            return floor(body)
+
+    return run
+
+
+# --- the table ----------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=9)
+    args = parser.parse_args()
+    raw, events = build_stream(args.events)
+    server = LoopbackServer(raw)
+    loop = asyncio.new_event_loop()
+
+    def sync(fn: Callable[[bytes], Any]) -> Callable[[], Any]:
+        return lambda: fn(raw)
+
+    def run_async(fn: Callable[[bytes], Awaitable[Any]]) -> Callable[[], Any]:
+        return lambda: loop.run_until_complete(fn(raw))
+
+    contenders: list[tuple[str, Callable[[], Any]]] = [
+        ("a. floor: split + json.loads", sync(floor)),
+        ("a. floor with JSONDecoder.raw_decode", sync(floor_raw_decode)),
+        ("b. openai SDK (AsyncOpenAI, mock transport)", run_async(openai_sdk)),
+        ("   httpx-sse framing only, mock transport", run_async(sse_framing)),
+        ("   httpx-sse framing + json.loads, mock transport", run_async(sse_json)),
+        ("c. adapter, mock transport", run_async(adapter_alone)),
+        ("c. adapter + Checker (strict), mock transport", run_async(adapter_checked)),
+        ("c. adapter + validated() (strict), mock transport", run_async(adapter_validated)),
+        ("d. floor over loopback: httpx + split + json.loads", run_async(floor_loopback(server.url))),
+        ("d. adapter, loopback HTTP", run_async(loopback(server.url, checked=False))),
+        ("d. adapter + Checker (strict), loopback HTTP", run_async(loopback(server.url, checked=True))),
+    ]
+    best = {name: math.inf for name, _ in contenders}
+    try:
+        # Round robin: every contender gets the same chances at a quiet moment on a shared machine.
+        for _ in range(args.repeat):
+            for name, fn in contenders:
+                gc.collect()
+                start = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - start)
+    finally:
+        loop.close()
+        server.close()
+
+    per_event = {name: t / events * 1e6 for name, t in best.items()}
+    base = per_event["a. floor: split + json.loads"]
+    width = max(len(name) for name in per_event)
+    print(f"{events} SSE events, {len(raw) / events:.0f} bytes each on average; best of {args.repeat} rounds")
+    print(f"{'contender':<{width}}  µs/event  x floor")
+    for name, t in per_event.items():
+        print(f"{name:<{width}}  {t:8.2f}  {t / base:6.2f}")
+
+
+if __name__ == "__main__":
+    main()

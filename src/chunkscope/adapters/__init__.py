@@ -1,0 +1,72 @@
+"""Adapters: the request and cancellation vocabulary, and the adapters themselves.
+
+``LlmAdapter`` turns ``GenerateOptions`` into an async stream of StreamChunk
+models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
+``AnthropicAdapter`` the Anthropic Messages API; ``ScriptedAdapter``,
+``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
+teaching, tests and bug reports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._base import (
+    OPTIONAL_OPTIONS,
+    AbortController,
+    AbortSignal,
+    GenerateOptions,
+    LlmAdapter,
+    ModelInfo,
+    ReasoningEffort,
+    ReasoningInfo,
+    ToolSpec,
+    attribution_headers,
+    user_agent,
+)
+
+__all__ = [
+    "OPTIONAL_OPTIONS",
+    "AbortController",
+    "AbortSignal",
+    "AnthropicAdapter",
+    "GenerateOptions",
+    "LlmAdapter",
+    "ModelInfo",
+    "OpenAICompatAdapter",
+    "ReasoningEffort",
+    "ReasoningInfo",
+    "RecordingAdapter",
+    "ReplayAdapter",
+    "ScriptedAdapter",
+    "ToolSpec",
+    "attribution_headers",
+    "user_agent",
+]
+
+# The concrete adapters load lazily: importing the vocabulary stays cheap and
+# does not depend on every adapter module being present.
+_LAZY = {
+    "OpenAICompatAdapter": ".openai_compat",
+    "AnthropicAdapter": ".anthropic",
+    "ScriptedAdapter": ".scripted",
+    "RecordingAdapter": ".recording",
+    "ReplayAdapter": ".recording",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .anthropic import AnthropicAdapter
+    from .openai_compat import OpenAICompatAdapter
+    from .recording import RecordingAdapter, ReplayAdapter
+    from .scripted import ScriptedAdapter

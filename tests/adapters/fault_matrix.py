@@ -1,0 +1,110 @@
+"""The fault matrix, reusable by every wire adapter's tests.
+
+Each fault scenario of the local provider (``docs/scenarios.md``) must end
+with the documented code for the adapter's wire, within a bounded time (the
+idle timeout is set well under ``fault-stall``'s silence), keeping the partial
+output sent before the fault (as ``collect`` sees it), with every chunk clean
+under the ``strict`` profile, no API key in any error text, and no connection
+left open in the client's pool.
+
+An adapter's tests use it like this::
+
+    from fault_matrix import FAULTS, run_fault_case
+
+    def factory(provider, client, idle_timeout):
+        return MyAdapter(provider.base_url, API_KEY, http_client=client, idle_timeout=idle_timeout)
+
+    @pytest.mark.parametrize("scenario", FAULTS)
+    async def test_fault(provider, scenario):
+        await run_fault_case(factory, provider, scenario, wire="openai", api_key=API_KEY)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from chunkscope.adapters._base import GenerateOptions, LlmAdapter
+from chunkscope.protocol._assembly import StreamResult, collect
+from chunkscope.protocol._rules import check
+from chunkscope.provider import SCENARIOS, LocalProvider
+
+AdapterFactory = Callable[[LocalProvider, httpx.AsyncClient, float], LlmAdapter]
+"""``(provider, http_client, idle_timeout) -> adapter`` talking to that provider through that client."""
+
+FAULTS = sorted(name for name, s in SCENARIOS.items() if s.fault)
+REPLIES = sorted(name for name, s in SCENARIOS.items() if not s.fault)
+IDLE_TIMEOUT = 0.3
+"""Seconds: well under ``fault-stall``'s 30 s of silence."""
+TIME_BOUND = 5.0
+"""Seconds any fault case may take, the stall included."""
+IN_BAND = frozenset({"CONTENT_FILTER", "REFUSAL", "EMPTY_RESPONSE"})
+"""Codes delivered as an ``error`` finish, not raised."""
+
+
+def open_connections(client: httpx.AsyncClient) -> list[Any]:
+    """The connections of ``client``'s pool that are neither idle nor closed (a leak after a stream)."""
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    return [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
+
+
+def pool_size(client: httpx.AsyncClient) -> int:
+    """How many connections ``client``'s pool holds (idle ones included)."""
+    return len(client._transport._pool.connections)  # type: ignore[attr-defined]
+
+
+def assert_no_secret(result: StreamResult, secret: str) -> None:
+    """The key appears in no error text: str, repr, the failure's JSON, the cause chain."""
+    error = result.error
+    texts = [repr(c) for c in result.chunks]
+    while error is not None:
+        texts += [str(error), repr(error)]
+        failure = getattr(error, "failure", None)
+        if failure is not None:
+            texts.append(failure.model_dump_json())
+        error = error.__cause__  # type: ignore[assignment]
+    for text in texts:
+        assert secret not in text, text
+
+
+async def run_fault_case(
+    factory: AdapterFactory,
+    provider: LocalProvider,
+    scenario: str,
+    *,
+    wire: str,
+    api_key: str,
+    prompt: str = "hello",
+) -> StreamResult:
+    """Run one fault scenario through a fresh client and assert everything the matrix promises."""
+    expected_code = SCENARIOS[scenario].expected_codes[wire]  # type: ignore[index]
+    expected = SCENARIOS[scenario].expected_for(prompt)
+    async with httpx.AsyncClient() as client:
+        adapter = factory(provider, client, IDLE_TIMEOUT)
+        options = GenerateOptions(wire, scenario, [{"role": "user", "content": prompt}])
+        start = time.perf_counter()
+        result = await collect(adapter.stream(options))
+        elapsed = time.perf_counter() - start
+
+        assert result.error_code == expected_code, (scenario, result.error, result.finish)
+        if expected_code in IN_BAND:
+            assert result.error is None, result.error
+            assert result.finish is not None and result.finish.kind == "error"
+        else:
+            assert result.error is not None and result.error.code == expected_code
+        assert elapsed < TIME_BOUND, f"{scenario} took {elapsed:.2f} s"
+        # the partial output sent before the fault is delivered and kept
+        assert result.text == expected.text, (scenario, result.text, expected.text)
+        assert result.reasoning == expected.reasoning
+        errors = [v for v in check(result.chunks, "strict") if v.severity == "error"]
+        if result.error is None:
+            assert errors == [], [str(v) for v in errors]
+        else:
+            # a raised stream has no finish; only end-of-stream rules may complain about that
+            assert [v for v in errors if v.position is not None] == [], [str(v) for v in errors]
+        assert_no_secret(result, api_key)
+        assert open_connections(client) == [], f"{scenario} left a connection open"
+    return result
