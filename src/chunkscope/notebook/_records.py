@@ -1,0 +1,99 @@
+"""Compact chunk records: the timeline's wire form, in messages and in saved state.
+
+A record is a short JSON list, one per chunk, ``[t_ms, tag, ...]``:
+
+=========  ===============================================  ==========================
+tag        record                                           chunk
+=========  ===============================================  ==========================
+``"t"``    ``[t, "t", index, text]``                        ``text-delta``
+``"r"``    ``[t, "r", index, text]``                        ``reasoning-delta``
+``"c"``    ``[t, "c", index, id, argumentsDelta(, name)]``  ``tool-call-delta``
+``"x"``    ``[t, "x", chunk_json]``                         any other chunk
+``"?"``    ``[t, "?", raw]``                                an input that is no chunk
+=========  ===============================================  ==========================
+
+``t`` is the arrival time in milliseconds since the stream started. Deltas are
+sent as deltas (never the accumulated text), so the bytes sent grow linearly
+with the stream. A violation travels as ``[position, rule, severity, message]``
+(``position`` null = end of stream).
+
+The front end (``static/timeline.js``) decodes the same shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chunkscope.protocol._chunks import (
+    AnyChunk,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+)
+
+__all__ = ["Record", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
+
+Record = list[Any]
+"""One chunk in the timeline's compact form (see the module docstring)."""
+
+
+def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
+    """The compact record of a parsed chunk that arrived ``t_ms`` after the start."""
+    kind = type(chunk)
+    # Exact type checks and __dict__ reads: this runs once per delta.
+    if kind is TextDelta:
+        d = chunk.__dict__
+        return [t_ms, "t", d["index"], d["text"]]
+    if kind is ReasoningDelta:
+        d = chunk.__dict__
+        return [t_ms, "r", d["index"], d["text"]]
+    if kind is ToolCallDelta:
+        d = chunk.__dict__
+        name = d["name"]
+        if name is None:
+            return [t_ms, "c", d["index"], d["id"], d["arguments_delta"]]
+        return [t_ms, "c", d["index"], d["id"], d["arguments_delta"], name]
+    return [t_ms, "x", chunk.to_dict()]
+
+
+def encode_raw(raw: Any, t_ms: float) -> Record:
+    """The record of an input that did not parse as a chunk (kept as JSON-safe data)."""
+    return [t_ms, "?", json_safe(raw)]
+
+
+def decode_record(record: Record) -> dict[str, Any]:
+    """The chunk's JSON form (camelCase dict) from its record; ``"?"`` records return the raw input."""
+    tag = record[1]
+    if tag == "t":
+        return {"type": "text-delta", "index": record[2], "text": record[3]}
+    if tag == "r":
+        return {"type": "reasoning-delta", "index": record[2], "text": record[3]}
+    if tag == "c":
+        out: dict[str, Any] = {
+            "type": "tool-call-delta",
+            "index": record[2],
+            "id": record[3],
+            "argumentsDelta": record[4],
+        }
+        if len(record) > 5:
+            out["name"] = record[5]
+        return out
+    value = record[2]
+    if isinstance(value, dict):
+        return value
+    return {"value": value}
+
+
+def encode_violation(position: int | None, rule: str, severity: str, message: str) -> list[Any]:
+    """A violation's wire form: ``[position, rule, severity, message]``."""
+    return [position, rule, severity, message]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` if it survives a JSON round trip unchanged in kind, else its ``repr``."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value

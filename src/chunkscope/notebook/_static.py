@@ -1,0 +1,337 @@
+"""The timeline as static HTML: escaped, self-contained, no script, no network.
+
+Saved notebooks carry it as the output's ``text/html`` (GitHub, nbviewer and
+``nbconvert --to html`` show it without JavaScript); ``Timeline.to_html``
+writes it as a page. It uses the same class names and data attributes as the
+live widget (``static/timeline.js``), so one stylesheet and one set of test
+hooks serve both. Every piece of text that came from a model, an adapter or a
+user goes through ``html.escape``; nothing is ever inserted as markup.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from html import escape
+from importlib import resources
+from typing import Any
+
+from ._records import decode_record
+from ._view import ErrorInfo, Segment, TimelineView, derive
+
+__all__ = [
+    "render_fragment",
+    "render_page",
+    "timeline_css",
+    "format_ms",
+    "axis_ticks",
+    "usage_text",
+    "error_parts",
+]
+
+_KIND_MARK = {"text": "T", "reasoning": "R", "tool-call": "F"}
+_JSON_EDGE = 20  # chunks shown at each end of a segment's JSON in the static page
+_COMPACT_TEXT = 4000  # characters of a segment's text in the compact rendering
+
+
+@cache
+def timeline_css() -> str:
+    """The timeline stylesheet shipped with the package (``static/timeline.css``)."""
+    return resources.files("chunkscope.notebook").joinpath("static/timeline.css").read_text("utf-8")
+
+
+def format_ms(ms: float) -> str:
+    """A duration for people: ``0.4 ms``, ``212 ms``, ``1.84 s``."""
+    if ms < 10:
+        return f"{ms:.1f} ms"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    return f"{ms / 1000:.2f} s"
+
+
+def axis_ticks(extent: float, axis: str) -> list[tuple[float, str]]:
+    """Tick positions (fraction of the extent) and labels for an axis of ``extent``."""
+    if extent <= 0:
+        return [(0.0, "0")]
+    raw = extent / 5
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if axis == "chunk":
+        step = max(1.0, round(step))
+    ticks: list[tuple[float, str]] = []
+    value = 0.0
+    while value <= extent + 1e-9:
+        if axis == "chunk":
+            label = f"{int(value)}"
+        else:
+            label = "0" if value == 0 else format_ms(value) if value < 1000 else _format_s(value)
+        ticks.append((value / extent, label))
+        value += step
+    return ticks
+
+
+def _format_s(ms: float) -> str:
+    text = f"{ms / 1000:.2f}".rstrip("0").rstrip(".")
+    return f"{text} s"
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """``in 100 · cache read 20 · out 50 · reasoning 12`` from a camelCase usage dict."""
+    parts = [f"in {_count(usage.get('inputTokens'))}"]
+    if usage.get("cacheReadTokens") is not None:
+        parts.append(f"cache read {_count(usage.get('cacheReadTokens'))}")
+    if usage.get("cacheWriteTokens") is not None:
+        parts.append(f"cache write {_count(usage.get('cacheWriteTokens'))}")
+    parts.append(f"out {_count(usage.get('outputTokens'))}")
+    if usage.get("reasoningTokens") is not None:
+        parts.append(f"reasoning {_count(usage.get('reasoningTokens'))}")
+    return " · ".join(parts)
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def error_parts(error: ErrorInfo) -> list[str]:
+    """The facts after the code on an error badge, in reading order."""
+    parts = [error.message] if error.message else []
+    if error.status is not None:
+        parts.append(f"HTTP {error.status}")
+    if error.retry_after_ms is not None:
+        parts.append(f"retry after {format_ms(float(error.retry_after_ms))}")
+    if error.request_id:
+        parts.append(f"request id {error.request_id}")
+    if error.retryable is not None:
+        parts.append("retryable" if error.retryable else "not retryable")
+    return parts
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _pct(value: float) -> str:
+    return f"{max(0.0, min(100.0, value * 100)):.3f}%"
+
+
+class _Geometry:
+    """Where chunks sit on the chosen axis, as fractions of the track."""
+
+    def __init__(self, view: TimelineView, axis: str) -> None:
+        self.view = view
+        self.axis = axis
+        # at least 1 ms, so a stream that arrived all at once still gets a sensible axis
+        self.extent = float(max(view.chunks, 1)) if axis == "chunk" else max(view.total_ms, 1.0)
+
+    def span(self, seg: Segment) -> tuple[float, float]:
+        # A block still open runs to the end of what arrived: it grows with the stream,
+        # and one never closed visibly spans the rest of it.
+        if self.axis == "chunk":
+            right = self.view.chunks if not seg.closed else seg.last + 1
+            left = seg.first / self.extent
+            right_frac = right / self.extent
+        else:
+            right_t = self.view.total_ms if not seg.closed else seg.t_last
+            left, right_frac = seg.t_first / self.extent, right_t / self.extent
+        return left, max(right_frac - left, 0.004)
+
+    def at(self, position: int | None) -> float:
+        if self.axis == "chunk":
+            n = self.view.chunks if position is None else position + 0.5
+            return n / self.extent
+        return self.view.time_of(position) / self.extent
+
+
+def _attrs(**values: Any) -> str:
+    return "".join(f' {name.replace("_", "-")}="{escape(str(v), quote=True)}"' for name, v in values.items())
+
+
+def render_fragment(
+    state: dict[str, Any],
+    *,
+    axis: str = "time",
+    compact: bool = False,
+    include_css: bool = True,
+) -> str:
+    """The timeline of ``state`` as one escaped HTML fragment (inline ``<style>``, no script).
+
+    ``compact`` drops the per-segment JSON and shortens long texts (for reprs).
+    """
+    view = derive(state)
+    axis = "chunk" if axis == "chunk" else "time"
+    geo = _Geometry(view, axis)
+    out: list[str] = []
+    if include_css:
+        out.append(f"<style>{timeline_css()}</style>")
+    out.append(
+        f'<div class="cs-timeline cs-static"'
+        f"{_attrs(data_state=view.status, data_chunks=view.chunks, data_deltas=view.deltas, data_axis=axis)}>"
+    )
+    out.append(_head(view, axis))
+    out.append('<div class="cs-plot">')
+    out.append('<div class="cs-row cs-axis"><span class="cs-lane-label"></span><div class="cs-track">')
+    for frac, label in axis_ticks(geo.extent if axis == "time" else float(view.chunks), axis):
+        out.append(f'<span class="cs-tick" style="left:{_pct(frac)}">{escape(label)}</span> ')
+    out.append('</div><span class="cs-cap"></span></div>')
+    for seg in view.segments:
+        out.append(_segment(seg, view, geo, compact))
+    if view.violations:
+        out.append(
+            '<div class="cs-row cs-marks"><span class="cs-lane-label">violations</span><div class="cs-track">'
+        )
+        for position, rule, severity, message in view.violations:
+            where = "end of stream" if position is None else f"chunk {position}"
+            out.append(
+                f'<span class="cs-violation-mark" style="left:{_pct(geo.at(position))}"'
+                f"{_attrs(data_rule=rule, data_position='end' if position is None else position)}"
+                f"{_attrs(data_severity=severity, title=f'{where} · {rule}: {message}')}>!</span>"
+            )
+        out.append('</div><span class="cs-cap"></span></div>')
+    out.append("</div>")  # cs-plot
+    out.append(_badges(view))
+    if view.violations:
+        out.append(_violation_items(view.violations))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _head(view: TimelineView, axis: str) -> str:
+    facts = [f'<span class="cs-title">{escape(view.title or "stream")}</span>']
+    facts.append(f'<span class="cs-fact">chunks <b class="cs-fact-chunks">{view.chunks}</b></span>')
+    if view.first_ms is not None:
+        facts.append(f'<span class="cs-fact">first chunk <b>{escape(format_ms(view.first_ms))}</b></span>')
+    if view.chunks:
+        facts.append(f'<span class="cs-fact">total <b>{escape(format_ms(view.total_ms))}</b></span>')
+    if view.max_gap_at is not None:
+        facts.append(
+            f'<span class="cs-fact">max gap <b>{escape(format_ms(view.max_gap_ms))}</b>'
+            f" before chunk {view.max_gap_at}</span>"
+        )
+    count = len(view.violations)
+    facts.append(
+        f'<span class="cs-fact cs-fact-violations"{_attrs(data_count=count)}>violations <b>{count}</b></span>'
+    )
+    on_time, on_chunk = (' class="cs-on"', "") if axis == "time" else ("", ' class="cs-on"')
+    facts.append(
+        f'<span class="cs-axis-toggle"{_attrs(data_axis=axis)}>'
+        f'<span{on_time} data-axis="time">time</span><span{on_chunk} data-axis="chunk">chunk #</span></span>'
+    )
+    return f'<div class="cs-head">{" ".join(facts)}</div>'
+
+
+def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool) -> str:
+    left, width = geo.span(seg)
+    kind = seg.kind
+    chars = len(seg.text)
+    if kind == "tool-call":
+        cap = f"{seg.name or '?'} · {_plural(seg.deltas, 'delta')}"
+    else:
+        cap = f"{_plural(seg.deltas, 'delta')} · {_plural(chars, 'char')}"
+    if not seg.closed:
+        cap += " · open" if view.status == "streaming" else " · never closed"
+    out = [
+        f'<div class="cs-seg"{_attrs(data_kind=kind, data_index=seg.index, data_deltas=seg.deltas)}'
+        f"{_attrs(data_started=str(seg.started).lower(), data_closed=str(seg.closed).lower())}>",
+        '<div class="cs-row">',
+        f'<span class="cs-lane-label"><span class="cs-kind-mark" aria-hidden="true">'
+        f"{_KIND_MARK.get(kind, '?')}</span> #{seg.index} {escape(kind)}</span>",
+        '<div class="cs-track">',
+        f'<div class="cs-bar" style="left:{_pct(left)};width:{_pct(width)}"></div></div>',
+        f'<span class="cs-cap">{escape(cap)}</span>',
+        "</div>",
+    ]
+    text = seg.text
+    if compact and len(text) > _COMPACT_TEXT:
+        text = text[:_COMPACT_TEXT] + f"… ({len(seg.text) - _COMPACT_TEXT:,} more chars)"
+    if kind == "tool-call":
+        body = (
+            f'<span class="cs-tool-name">{escape(seg.name or "")}</span> '
+            f'<span class="cs-tool-id">{escape(seg.call_id or "")}</span> '
+            f'<span class="cs-tool-args">{escape(text)}</span>'
+        )
+    else:
+        body = escape(text)
+    out.append(f'<div class="cs-seg-text">{body}</div>')
+    if not compact:
+        out.append(_segment_json(seg, view))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _segment_json(seg: Segment, view: TimelineView) -> str:
+    numbers = seg.chunk_numbers
+    shown = numbers if len(numbers) <= 2 * _JSON_EDGE else numbers[:_JSON_EDGE] + numbers[-_JSON_EDGE:]
+    lines = []
+    for i, n in enumerate(shown):
+        if len(numbers) > 2 * _JSON_EDGE and i == _JSON_EDGE:
+            lines.append(f"… {len(numbers) - 2 * _JSON_EDGE} more chunks …")
+        record = view.records[n]
+        chunk_json = json.dumps(decode_record(record), ensure_ascii=False)
+        lines.append(f"#{n} +{format_ms(float(record[0]))} {chunk_json}")
+    return (
+        '<details class="cs-seg-chunks"><summary>chunks as JSON</summary>'
+        f'<pre class="cs-json">{escape(chr(10).join(lines))}</pre></details>'
+    )
+
+
+def _badges(view: TimelineView) -> str:
+    out = ['<div class="cs-badges">']
+    if view.usage is not None:
+        out.append(
+            f'<span class="cs-badge cs-usage"><b>usage</b> {escape(usage_text(view.usage))}</span>'
+        )
+    if view.finish is not None:
+        kind = str(view.finish.get("kind"))
+        out.append(
+            f'<span class="cs-badge cs-finish"{_attrs(data_kind=kind)}><b>finish</b> {escape(kind)}</span>'
+        )
+    if view.error is not None:
+        error = view.error
+        label = "LlmError" if error.source == "raised" else "failure"
+        out.append(
+            f'<span class="cs-badge cs-error"{_attrs(data_code=error.code)}>'
+            f'<b>{label} <span class="cs-error-code">{escape(error.code)}</span></b> '
+            f"{escape(' · '.join(error_parts(error)))}</span>"
+        )
+        for cause in error.causes:
+            out.append(f'<span class="cs-badge cs-cause">caused by {escape(cause)}</span>')
+    if view.status != "streaming" and view.records and view.error is not None:
+        out.append(
+            f'<span class="cs-badge cs-partial">partial output kept: {view.chunks} chunks, '
+            f"{view.deltas} deltas</span>"
+        )
+    out.append("</div>")
+    return out[0] + " ".join(out[1:-1]) + out[-1]  # spaces keep it readable without the stylesheet
+
+
+def _violation_items(violations: list[list[Any]]) -> str:
+    out = ['<ul class="cs-violations">']
+    for position, rule, severity, message in violations:
+        where = "end of stream" if position is None else f"chunk {position}"
+        out.append(
+            f"<li{_attrs(data_rule=rule, data_position='end' if position is None else position)}"
+            f"{_attrs(data_severity=severity)}>"
+            f'<span class="cs-pos">{escape(where)}</span> '
+            f'<code class="cs-rule">{escape(str(rule))}</code> '
+            f'<span class="cs-severity">{escape(str(severity))}</span> '
+            f'<span class="cs-msg">{escape(str(message))}</span></li>'
+        )
+    out.append("</ul>")
+    return "".join(out)
+
+
+def render_page(state: dict[str, Any], *, axis: str = "time") -> str:
+    """A complete, self-contained HTML page of the timeline (inline CSS, no script, no network)."""
+    title = escape(str(state.get("title") or "chunkscope timeline"))
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta http-equiv="Content-Security-Policy"'
+        " content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+        f"<title>{title} — chunkscope</title>\n"
+        "</head><body class=\"cs-page\">\n"
+        f"{render_fragment(state, axis=axis)}\n"
+        "</body></html>\n"
+    )

@@ -1,0 +1,422 @@
+"""``Timeline``: the live block timeline of a stream, as an anywidget.
+
+Python → browser messages (``widget.send``), batched to at most one per
+``interval`` (1/30 s) plus the start and end of each run::
+
+    {"type": "batch", "run": r, "seq": n, "c0": c, "v0": v, "r": [records], "v": [violations],
+     "start": true?, "end": {...}?}
+
+``seq`` counts the batches of run ``r`` from 0 without holes; ``c0`` / ``v0``
+are the stream positions of the batch's first record / violation, so a front
+end applies exactly what it lacks and drops what it has. ``end`` (on the last
+batch) carries ``status`` ("done" | "error"), ``totalMs`` and ``error``.
+
+Browser → Python: ``{"type": "resync", "from": n, "run": r}`` when the front
+end sees ``seq`` jump past ``n``. The answer is one message
+``{"type": "resync", "run", "seq" (the last batch sent), "c0", "v0", "r", "v", "end"?}``
+holding everything sent from batch ``n`` on (the widget keeps every batch
+until the next run).
+
+When a run ends, the whole picture is also stored in the synced ``_state``
+trait (the state dict of ``_view`` as JSON text: ipywidgets walks every list
+and dict of a synced value looking for binary buffers, a string it does not),
+so a saved or nbclient-executed notebook renders it with no message at all,
+and the displayed output's ``text/html`` is updated to the static rendering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from chunkscope.protocol._assembly import StreamResult, Timings, _Collector
+from chunkscope.protocol._chunks import CHUNK_TYPES, ChunkLike
+from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._rules import Violation
+
+from ._records import Record, encode_chunk, encode_raw, encode_violation
+from ._state import error_state
+from ._static import render_fragment, render_page
+from ._view import STATE_VERSION, derive
+
+__all__ = ["Timeline", "show", "FRAME_INTERVAL"]
+
+FRAME_INTERVAL = 1 / 30
+"""Default minimum time between two batch messages (seconds): at most ~30 messages a second."""
+
+_STATIC = Path(__file__).parent / "static"
+_CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
+
+
+class Timeline(anywidget.AnyWidget):
+    """A live, colored block timeline of one stream.
+
+    ``display(tl)`` then ``result = await tl.consume(stream)``; or
+    ``await cs.show(stream)``. ``consume`` accepts an async or sync iterable of
+    chunk models or seed-style dicts, checks the protocol rules as chunks
+    arrive, and returns the ``StreamResult``. The stream's own errors end up in
+    ``result.error`` and on the error badge; they are not re-raised. Task
+    cancellation is re-raised after the timeline is finalised.
+
+    ``clock`` (seconds, monotonic) and ``interval`` exist for tests and
+    benchmarks; the defaults are ``time.perf_counter`` and 1/30 s.
+    """
+
+    _esm = _STATIC / "timeline.js"
+    _css = _STATIC / "timeline.css"
+
+    title = traitlets.Unicode("").tag(sync=True)
+    """The header's title (e.g. the model or scenario)."""
+
+    axis = traitlets.Enum(("time", "chunk"), default_value="time").tag(sync=True)
+    """The x axis: arrival ``time`` or ``chunk`` number; the front end's switch sets it."""
+
+    _state = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        title: str = "",
+        *,
+        axis: str = "time",
+        profile: str = "strict",
+        clock: Callable[[], float] | None = None,
+        interval: float = FRAME_INTERVAL,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(title=title, axis=axis, **kwargs)
+        self.profile = profile
+        self._clock: Callable[[], float] = clock or time.perf_counter
+        self._interval = interval
+        self._run = 0
+        self._records: list[Record] = []
+        self._violations: list[list[Any]] = []
+        self._batches: list[tuple[int, int]] = []  # (c0, v0) of every batch sent, by seq
+        self._sent_records = 0
+        self._sent_violations = 0
+        self._last_flush = 0.0
+        self._start = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._end: dict[str, Any] | None = None
+        self._display_id: str | None = None
+        self._final: dict[str, Any] | None = None
+        self._running = False
+        self.result: StreamResult | None = None
+        """The ``StreamResult`` of the last finished run."""
+        self.on_msg(self._on_front_end_msg)
+
+    # --- consuming a stream -----------------------------------------------------
+
+    async def consume(
+        self, stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike], *, profile: str | None = None
+    ) -> StreamResult:
+        """Show ``stream`` live and return its ``StreamResult`` (partial output kept on error).
+
+        The result is what ``collect(stream, profile=...)`` returns for the same
+        chunks: the same engine (checker and assembler) does the work.
+        """
+        if self._running:
+            raise RuntimeError("this Timeline is already consuming a stream; use one Timeline per stream")
+        self._running = True
+        try:
+            return await self._consume(stream, profile or self.profile)
+        finally:
+            self._running = False
+
+    async def _consume(
+        self, stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike], profile: str
+    ) -> StreamResult:
+        collector = _Collector(profile)
+        add = collector.add
+        kept = collector.chunks
+        violations = collector.violations
+        times: list[float] = []
+        error: LlmError | None = None
+        clock = self._clock
+        start = self._begin()
+        iterator = _aiter(stream)
+        completed = False
+        try:
+            while True:
+                try:
+                    raw = await iterator.__anext__()
+                except StopAsyncIteration:
+                    completed = True
+                    break
+                now = clock()
+                t = now - start
+                times.append(t)
+                seen = len(violations)
+                add(raw)
+                chunk = kept[-1]  # the parsed chunk, or the input as it came if it is no chunk
+                ms = _ms(t)
+                record = encode_chunk(chunk, ms) if type(chunk) in _CHUNK_MODELS else encode_raw(chunk, ms)
+                self._add(record, violations[seen:] if len(violations) > seen else (), now)
+        except LlmError as exc:  # the stream's failure is a result, not a crash
+            error = exc
+        except Exception as exc:
+            error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+        except BaseException:
+            # Cancellation (or KeyboardInterrupt): show what arrived, then let it propagate.
+            cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
+            self._finish(clock() - start, cancelled, None)
+            raise
+        finally:
+            if not completed:
+                await _close(iterator)
+        seen = len(violations)
+        result = collector.result(profile, error)  # adds the end-of-stream violations
+        self._add_violations(result.violations[seen:])
+        result.timings = Timings(
+            first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
+        )
+        self._finish(result.timings.total_s, error, result)
+        return result
+
+    def _begin(self) -> float:
+        self._cancel_timer()
+        self._run += 1
+        self._records = []
+        self._violations = []
+        self._batches = []
+        self._sent_records = self._sent_violations = 0
+        self._end = None
+        self.result = None
+        self._final = None
+        self._state = ""
+        self._start = self._last_flush = self._clock()
+        self._flush(self._start, start=True)
+        return self._start
+
+    def _add(self, record: Record, found: Sequence[Violation], now: float) -> None:
+        self._records.append(record)
+        if found:
+            self._add_violations(found)
+        if now - self._last_flush >= self._interval:
+            self._flush(now)
+        elif self._timer is None:
+            self._schedule(self._interval - (now - self._last_flush))
+
+    def _add_violations(self, found: Iterable[Violation]) -> None:
+        for v in found:
+            self._violations.append(encode_violation(v.position, v.rule, v.severity, v.message))
+
+    def _schedule(self, delay: float) -> None:
+        # Without it, records that arrive just before a pause would wait for the next chunk.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._timer = loop.call_later(max(delay, 0.001), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._end is not None or self._sent_records == len(self._records):
+            return
+        now = self._clock()
+        due = self._interval - (now - self._last_flush)
+        if due <= 0:
+            self._flush(now)
+        else:
+            self._schedule(due)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _flush(self, now: float, *, start: bool = False, end: dict[str, Any] | None = None) -> None:
+        c0, v0 = self._sent_records, self._sent_violations
+        records = self._records[c0:]
+        violations = self._violations[v0:]
+        msg: dict[str, Any] = {
+            "type": "batch",
+            "run": self._run,
+            "seq": len(self._batches),
+            "c0": c0,
+            "v0": v0,
+            "r": records,
+            "v": violations,
+        }
+        if start:
+            msg["start"] = True
+        if end is not None:
+            msg["end"] = end
+        self._batches.append((c0, v0))
+        self._sent_records += len(records)
+        self._sent_violations += len(violations)
+        self._last_flush = now
+        self.send(msg)
+
+    def _finish(self, total_s: float, error: LlmError | None, result: StreamResult | None) -> None:
+        self._cancel_timer()
+        finish_kind = None
+        for record in reversed(self._records):
+            if record[1] == "x" and record[2].get("type") == "finish":
+                finish_kind = record[2].get("reason", {}).get("kind")
+                break
+        failed = error is not None or finish_kind in ("error", "aborted")
+        self._end = {
+            "status": "error" if failed else "done",
+            "totalMs": _ms(total_s),
+            "error": error_state(error) if error is not None else None,
+        }
+        self._flush(self._clock(), end=self._end)
+        self.result = result
+        self._final = self._snapshot()
+        self._state = json.dumps(self._final, ensure_ascii=False, allow_nan=False)
+        self._update_display()
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The picture so far, as stored in ``_state`` (see ``_view``)."""
+        end = self._end or {}
+        return {
+            "v": STATE_VERSION,
+            "run": self._run,
+            "title": self.title,
+            "status": end.get("status", "streaming"),
+            "records": list(self._records),
+            "violations": list(self._violations),
+            "error": end.get("error"),
+            "totalMs": end.get("totalMs"),
+        }
+
+    # --- the front end asking for what it missed ----------------------------------
+
+    def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "resync":
+            self._resync(content.get("from"), content.get("run"))
+
+    def _resync(self, start: Any, run: Any) -> None:
+        seq = start if isinstance(start, int) and run == self._run else 0
+        seq = max(0, min(seq, len(self._batches)))
+        if seq < len(self._batches):
+            c0, v0 = self._batches[seq]
+        else:
+            c0, v0 = self._sent_records, self._sent_violations
+        msg: dict[str, Any] = {
+            "type": "resync",
+            "run": self._run,
+            "seq": len(self._batches) - 1,
+            "c0": c0,
+            "v0": v0,
+            "r": self._records[c0 : self._sent_records],
+            "v": self._violations[v0 : self._sent_violations],
+        }
+        if self._end is not None:
+            msg["end"] = self._end
+        self.send(msg)
+
+    # --- static renderings --------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """The timeline's picture as plain JSON data: the final state, or the live one so far."""
+        return self._final if self._final is not None else self._snapshot()
+
+    def static_html(self) -> str:
+        """The timeline as an escaped, self-contained HTML fragment (no script)."""
+        return render_fragment(self.state(), axis=self.axis)
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write the timeline as a self-contained HTML page (inline CSS, no script, no network)."""
+        target = Path(path)
+        target.write_text(render_page(self.state(), axis=self.axis), encoding="utf-8")
+        return target
+
+    def _plain(self) -> str:
+        view = derive(self.state())
+        kinds: dict[str, int] = {}
+        for seg in view.segments:
+            kinds[seg.kind] = kinds.get(seg.kind, 0) + 1
+        blocks = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "no blocks"
+        parts = [f"{view.status}", f"{view.chunks} chunks", blocks]
+        if view.finish is not None:
+            parts.append(f"finish {view.finish.get('kind')}")
+        if view.error is not None:
+            parts.append(f"error {view.error.code}")
+        parts.append(f"{len(view.violations)} violations")
+        title = f"{self.title!r}: " if self.title else ""
+        return f"Timeline({title}{'; '.join(parts)})"
+
+    def __repr__(self) -> str:
+        return self._plain()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if bundle is not None else ({}, {})
+        data = dict(data)
+        data["text/html"] = self.static_html()
+        data["text/plain"] = self._plain()
+        return data, metadata
+
+    def _ipython_display_(self) -> None:
+        # Displayed under a display id, so that the end of a run can replace the
+        # output's text/html (what a saved notebook shows without JavaScript).
+        from IPython.display import display
+
+        if self._display_id is None:
+            self._display_id = uuid.uuid4().hex
+        data, metadata = self._repr_mimebundle_()
+        display(data, raw=True, metadata=metadata, display_id=self._display_id)  # type: ignore[no-untyped-call]
+
+    def _update_display(self) -> None:
+        if self._display_id is None:
+            return
+        from IPython.display import update_display
+
+        data, metadata = self._repr_mimebundle_()
+        update_display(  # type: ignore[no-untyped-call]
+            data, raw=True, metadata=metadata, display_id=self._display_id
+        )
+
+
+async def show(
+    stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike],
+    *,
+    title: str = "",
+    profile: str = "strict",
+    **kwargs: Any,
+) -> StreamResult:
+    """Display a ``Timeline`` of ``stream`` and return its ``StreamResult``.
+
+    The stream's own error is in ``result.error`` (not raised); keyword
+    arguments go to ``Timeline``.
+    """
+    from IPython.display import display
+
+    timeline = Timeline(title=title, profile=profile, **kwargs)
+    display(timeline)  # type: ignore[no-untyped-call]
+    return await timeline.consume(stream)
+
+
+def _ms(seconds: float) -> float:
+    ms = seconds * 1000.0
+    return round(ms, 3) if math.isfinite(ms) else 0.0
+
+
+async def _from_sync(items: Iterable[ChunkLike]) -> AsyncIterator[ChunkLike]:
+    for item in items:
+        yield item
+
+
+def _aiter(stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike]) -> AsyncIterator[ChunkLike]:
+    if isinstance(stream, AsyncIterable):
+        return aiter(stream)
+    return _from_sync(stream)
+
+
+async def _close(iterator: AsyncIterator[ChunkLike]) -> None:
+    # An async generator left suspended (error, cancellation) is closed now, not at GC.
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):  # closing must not mask the run's outcome
+            await aclose()

@@ -1,0 +1,778 @@
+// chunkscope timeline — the front end of chunkscope.notebook.Timeline (an anywidget ES module).
+//
+// Data: one store per widget model holds the chunk records (see _records.py for their
+// shapes). While a stream runs it is fed by batch messages ({type: "batch", run, seq, c0,
+// v0, r, v}); a jump in seq makes it ask Python for {type: "resync", from, run}. When the
+// run ends, the synced `_state` trait holds the whole picture (as JSON text), so a reopened notebook
+// renders with no message at all.
+//
+// Drawing: each view folds new records into its picture once per animation frame and
+// appends one text node per changed segment, so 10,000 deltas never rebuild the DOM.
+// Model text only ever reaches the page through textContent / createTextNode.
+
+const KIND_MARK = { text: "T", reasoning: "R", "tool-call": "F" };
+const DELTA_KIND = { t: "text", r: "reasoning", c: "tool-call" };
+const JSON_LIMIT = 200; // chunks listed in the JSON panel for one segment
+const RESYNC_RETRY_MS = 3000; // a lost answer is asked for again after this long…
+const RESYNC_MAX = 5; // …at most this many times per run (the final state heals the rest)
+
+// --- helpers -------------------------------------------------------------------------
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function formatMs(ms) {
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 1000) return `${ms.toFixed(0)} ms`;
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+function formatS(ms) {
+  return `${(ms / 1000).toFixed(2).replace(/0+$/, "").replace(/\.$/, "")} s`;
+}
+
+function axisTicks(extent, axis) {
+  if (!(extent > 0)) return [[0, "0"]];
+  const raw = extent / 5;
+  const power = Math.pow(10, Math.floor(Math.log10(raw)));
+  let step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  if (axis === "chunk") step = Math.max(1, Math.round(step));
+  const ticks = [];
+  for (let i = 0, value = 0; value <= extent + 1e-9 && i < 50; i++, value = i * step) {
+    let label;
+    if (axis === "chunk") label = String(Math.round(value));
+    else label = value === 0 ? "0" : value < 1000 ? formatMs(value) : formatS(value);
+    ticks.push([value / extent, label]);
+  }
+  return ticks;
+}
+
+function count(value) {
+  return typeof value === "number" ? value.toLocaleString("en-US") : String(value);
+}
+
+function plural(n, word) {
+  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function usageText(u) {
+  const parts = [`in ${count(u.inputTokens)}`];
+  if (u.cacheReadTokens != null) parts.push(`cache read ${count(u.cacheReadTokens)}`);
+  if (u.cacheWriteTokens != null) parts.push(`cache write ${count(u.cacheWriteTokens)}`);
+  parts.push(`out ${count(u.outputTokens)}`);
+  if (u.reasoningTokens != null) parts.push(`reasoning ${count(u.reasoningTokens)}`);
+  return parts.join(" · ");
+}
+
+/** The chunk's JSON form from its record (mirrors _records.decode_record). */
+export function decodeRecord(rec) {
+  switch (rec[1]) {
+    case "t":
+      return { type: "text-delta", index: rec[2], text: rec[3] };
+    case "r":
+      return { type: "reasoning-delta", index: rec[2], text: rec[3] };
+    case "c": {
+      const out = { type: "tool-call-delta", index: rec[2], id: rec[3], argumentsDelta: rec[4] };
+      if (rec.length > 5) out.name = rec[5];
+      return out;
+    }
+    default:
+      return rec[2] !== null && typeof rec[2] === "object" ? rec[2] : { value: rec[2] };
+  }
+}
+
+function errorInfo(error, finish) {
+  if (error && typeof error === "object") {
+    return {
+      code: String(error.code), message: error.message || "", status: error.status,
+      retryAfterMs: error.retryAfterMs, requestId: error.requestId, causes: Array.isArray(error.causes) ? error.causes : [],
+      retryable: error.retryable, source: "raised",
+    };
+  }
+  if (finish && (finish.kind === "error" || finish.kind === "aborted")) {
+    const f = finish.failure && typeof finish.failure === "object" ? finish.failure : {};
+    return {
+      code: String(f.code || String(finish.kind).toUpperCase()), message: f.message || "",
+      status: f.status, retryAfterMs: f.providerRetryAfterMs, requestId: f.requestId, source: "finish",
+    };
+  }
+  return null;
+}
+
+// --- the per-model store -----------------------------------------------------------------
+
+const stores = new WeakMap();
+
+class Store {
+  constructor(model) {
+    this.model = model;
+    this.views = new Set();
+    this.run = 0;
+    this.lastSeq = -1;
+    this.records = [];
+    this.violations = [];
+    this.end = null;
+    this.stash = new Map(); // seq -> batch that arrived after a gap
+    this.resyncAt = -Infinity;
+    this.resyncCount = 0;
+    this.onMsg = (msg) => this.receive(msg);
+    this.onState = () => this.loadState();
+    model.on("msg:custom", this.onMsg);
+    model.on("change:_state", this.onState);
+    this.loadState();
+  }
+
+  dispose() {
+    this.model.off("msg:custom", this.onMsg);
+    this.model.off("change:_state", this.onState);
+  }
+
+  reset(run) {
+    this.run = run;
+    this.lastSeq = -1;
+    this.records = [];
+    this.violations = [];
+    this.end = null;
+    this.stash.clear();
+    this.resyncAt = -Infinity;
+    this.resyncCount = 0;
+  }
+
+  loadState() {
+    const raw = this.model.get("_state"); // the final state as JSON text ("" while none)
+    if (raw === this.rawState) return;
+    this.rawState = raw;
+    let s = null;
+    try {
+      s = typeof raw === "string" && raw ? JSON.parse(raw) : null;
+    } catch (err) {
+      console.error("chunkscope: unreadable timeline state", err);
+    }
+    if (!s || !Array.isArray(s.records)) return;
+    const run = typeof s.run === "number" ? s.run : this.run;
+    if (run < this.run) return;
+    if (run !== this.run) this.reset(run);
+    if (s.records.length >= this.records.length) this.records = s.records.slice();
+    if ((s.violations || []).length >= this.violations.length) this.violations = (s.violations || []).slice();
+    if (s.status && s.status !== "streaming") {
+      this.end = { status: s.status, totalMs: s.totalMs, error: s.error || null };
+    }
+    this.changed();
+  }
+
+  receive(msg) {
+    if (!msg || (msg.type !== "batch" && msg.type !== "resync")) return;
+    if (msg.run < this.run) return; // a late message of an earlier run
+    if (msg.run > this.run) this.reset(msg.run);
+    if (msg.type === "resync") {
+      this.resyncAt = -Infinity;
+      this.apply(msg);
+      this.lastSeq = Math.max(this.lastSeq, msg.seq);
+    } else if (msg.seq > this.lastSeq + 1) {
+      this.stash.set(msg.seq, msg);
+      this.askResync();
+      return;
+    } else {
+      this.apply(msg);
+      this.lastSeq = Math.max(this.lastSeq, msg.seq);
+    }
+    for (const seq of [...this.stash.keys()].sort((a, b) => a - b)) {
+      if (seq <= this.lastSeq + 1) {
+        const held = this.stash.get(seq);
+        this.stash.delete(seq);
+        this.apply(held);
+        this.lastSeq = Math.max(this.lastSeq, seq);
+      }
+    }
+    this.changed();
+  }
+
+  apply(msg) {
+    const records = msg.r || [];
+    const violations = msg.v || [];
+    if (msg.c0 > this.records.length || msg.v0 > this.violations.length) {
+      this.askResync(); // a hole before this message: take nothing, ask for all
+      return;
+    }
+    for (let i = this.records.length - msg.c0; i < records.length; i++) this.records.push(records[i]);
+    for (let i = this.violations.length - msg.v0; i < violations.length; i++) this.violations.push(violations[i]);
+    if (msg.end) this.end = msg.end;
+  }
+
+  askResync() {
+    const now = performance.now();
+    if (now - this.resyncAt < RESYNC_RETRY_MS || this.resyncCount >= RESYNC_MAX) return;
+    this.resyncAt = now;
+    this.resyncCount++;
+    try {
+      this.model.send({ type: "resync", from: this.lastSeq + 1, run: this.run });
+    } catch (err) {
+      // no kernel (a reopened notebook): the saved state is all there is
+    }
+  }
+
+  changed() {
+    for (const view of this.views) view.schedule();
+  }
+}
+
+// anywidget hands initialize() and every render() a different proxy of the same model,
+// so the proxy cannot key the store. The widget's Layout model is one object per widget
+// for its whole life; fall back to the proxy (a store per view) if it is missing.
+function storeKey(model) {
+  const layout = model.get("layout");
+  return layout !== null && typeof layout === "object" ? layout : model;
+}
+
+function storeFor(model) {
+  const key = storeKey(model);
+  let store = stores.get(key);
+  if (!store) {
+    store = new Store(model);
+    stores.set(key, store);
+  }
+  return store;
+}
+
+// --- one view ------------------------------------------------------------------------------
+
+class View {
+  constructor(model, el, store) {
+    this.model = model;
+    this.store = store;
+    this.frame = 0;
+    this.scrubTo = null; // null = follow the stream
+    this.selected = null;
+    this.build(el);
+    this.resetPicture();
+    this.onAxis = () => this.relayout(true);
+    this.onTitle = () => (this.titleEl.textContent = model.get("title") || "stream");
+    model.on("change:axis", this.onAxis);
+    model.on("change:title", this.onTitle);
+    store.views.add(this);
+    this.draw();
+  }
+
+  dispose() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.store.views.delete(this);
+    this.model.off("change:axis", this.onAxis);
+    this.model.off("change:title", this.onTitle);
+    this.root.remove();
+  }
+
+  schedule() {
+    if (!this.frame) this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  // DOM skeleton ---------------------------------------------------------------------------
+
+  build(el) {
+    const root = (this.root = h("div", "cs-timeline"));
+    const head = h("div", "cs-head");
+    this.titleEl = h("span", "cs-title", this.model.get("title") || "stream");
+    head.append(this.titleEl);
+    this.facts = {};
+    for (const [key, label] of [["chunks", "chunks"], ["first", "first chunk"], ["total", "total"], ["gap", "max gap"], ["violations", "violations"]]) {
+      const fact = h("span", "cs-fact", `${label} `);
+      const value = h("b", key === "chunks" ? "cs-fact-chunks" : null);
+      const after = h("span", null);
+      fact.append(value, after);
+      if (key === "violations") fact.classList.add("cs-fact-violations");
+      this.facts[key] = { fact, value, after };
+      head.append(fact);
+    }
+    const toggle = (this.toggle = h("button", "cs-axis-toggle"));
+    toggle.type = "button";
+    toggle.title = "switch the x axis between arrival time and chunk number";
+    this.toggleTime = h("span", null, "time");
+    this.toggleTime.dataset.axis = "time";
+    this.toggleChunk = h("span", null, "chunk #");
+    this.toggleChunk.dataset.axis = "chunk";
+    toggle.append(this.toggleTime, this.toggleChunk);
+    toggle.addEventListener("click", () => {
+      this.model.set("axis", this.axis() === "time" ? "chunk" : "time");
+      this.model.save_changes();
+      this.relayout(true);
+    });
+    head.append(toggle);
+
+    const plot = (this.plot = h("div", "cs-plot"));
+    const axisRow = h("div", "cs-row cs-axis");
+    this.axisTrack = h("div", "cs-track");
+    axisRow.append(h("span", "cs-lane-label"), this.axisTrack, h("span", "cs-cap"));
+    this.lanes = h("div", "cs-lanes");
+    this.marksRow = h("div", "cs-row cs-marks");
+    this.marksTrack = h("div", "cs-track");
+    this.marksRow.append(h("span", "cs-lane-label", "violations"), this.marksTrack, h("span", "cs-cap"));
+    this.marksRow.hidden = true;
+    plot.append(axisRow, this.lanes, this.marksRow);
+
+    this.badges = h("div", "cs-badges");
+    this.list = h("ul", "cs-violations");
+
+    const scrubRow = (this.scrubRow = h("label", "cs-scrub-row"));
+    this.scrub = h("input", "cs-scrub");
+    this.scrub.type = "range";
+    this.scrub.min = "0";
+    this.scrub.step = "1";
+    this.scrub.disabled = true;
+    this.scrub.setAttribute("aria-label", "scrub through the chunks of the finished stream");
+    this.scrubLabel = h("span", "cs-scrub-label", "");
+    scrubRow.append(h("span", null, "replay"), this.scrub, this.scrubLabel);
+    this.scrub.addEventListener("input", () => {
+      const value = Number(this.scrub.value);
+      this.scrubTo = value >= this.store.records.length ? null : value;
+      this.schedule();
+    });
+
+    this.json = h("pre", "cs-json");
+    this.json.hidden = true;
+    this.json.setAttribute("aria-live", "polite");
+
+    root.append(head, plot, this.badges, this.list, scrubRow, this.json);
+    root.addEventListener("click", (event) => this.onClick(event));
+    root.addEventListener("keydown", (event) => {
+      if ((event.key === "Enter" || event.key === " ") && event.target.matches?.("[role=button]")) {
+        event.preventDefault();
+        this.onClick(event);
+      }
+    });
+    el.append(root);
+  }
+
+  axis() {
+    return this.model.get("axis") === "chunk" ? "chunk" : "time";
+  }
+
+  // the picture: what the first `applied` records show ---------------------------------------
+
+  resetPicture() {
+    this.run = this.store.run;
+    this.applied = 0;
+    this.appliedViolations = 0;
+    this.segs = [];
+    this.openByIndex = new Map();
+    this.lastByIndex = new Map();
+    this.dirty = new Set();
+    this.usage = null;
+    this.finish = null;
+    this.deltas = 0;
+    this.maxGap = 0;
+    this.maxGapAt = null;
+    this.lanes.replaceChildren();
+    this.marksTrack.replaceChildren();
+    this.list.replaceChildren();
+    this.marks = [];
+    this.marksRow.hidden = true;
+    this.badgeKey = null;
+    if (this.selectedEl) this.selectedEl.classList.remove("cs-selected");
+    this.selected = this.selectedEl = null;
+    this.json.hidden = true;
+  }
+
+  openSeg(index, kind, n, t) {
+    const seg = { index, kind, first: n, last: n, t0: t, t1: t, deltas: 0, started: false, closed: false, pending: [], chunks: [], name: null, id: null, dom: null, chars: 0 };
+    this.segs.push(seg);
+    this.openByIndex.set(index, seg);
+    this.lastByIndex.set(index, seg);
+    this.dirty.add(seg);
+    return seg;
+  }
+
+  ingest(rec, n) {
+    const t = Number(rec[0]);
+    if (n > 0) {
+      const gap = t - Number(this.store.records[n - 1][0]);
+      if (gap > this.maxGap) {
+        this.maxGap = gap;
+        this.maxGapAt = n;
+      }
+    }
+    const tag = rec[1];
+    if (tag in DELTA_KIND) {
+      this.deltas++;
+      const index = rec[2];
+      let seg = this.openByIndex.get(index) || this.lastByIndex.get(index);
+      if (!seg) seg = this.openSeg(index, DELTA_KIND[tag], n, t);
+      seg.deltas++;
+      seg.last = n;
+      seg.t1 = t;
+      seg.chunks.push(n);
+      if (tag === "c") {
+        seg.id = rec[3];
+        if (rec.length > 5 && rec[5]) seg.name = rec[5];
+        seg.pending.push(rec[4]);
+      } else {
+        seg.pending.push(rec[3]);
+      }
+      this.dirty.add(seg);
+      return;
+    }
+    if (tag !== "x") return;
+    const chunk = decodeRecord(rec);
+    if (chunk.type === "block-start") {
+      if (Number.isInteger(chunk.index) && !this.openByIndex.has(chunk.index)) {
+        const seg = this.openSeg(chunk.index, String(chunk.blockType), n, t);
+        seg.started = true;
+        seg.chunks.push(n);
+      }
+    } else if (chunk.type === "block-end") {
+      if (!Number.isInteger(chunk.index)) return;
+      const block = chunk.block && typeof chunk.block === "object" ? chunk.block : {};
+      let seg = this.openByIndex.get(chunk.index) || this.lastByIndex.get(chunk.index);
+      if (!seg) seg = this.openSeg(chunk.index, String(block.type), n, t);
+      seg.last = n;
+      seg.t1 = t;
+      seg.chunks.push(n);
+      seg.closed = true;
+      this.openByIndex.delete(chunk.index);
+      if (seg.deltas === 0) {
+        if (block.type === "tool-call") {
+          seg.name = seg.name || block.name || null;
+          seg.id = seg.id || block.id || null;
+          seg.pending.push(String(block.arguments || ""));
+        } else if (typeof block.text === "string") {
+          seg.pending.push(block.text);
+        }
+      }
+      this.dirty.add(seg);
+    } else if (chunk.type === "usage") {
+      this.usage = chunk.usage && typeof chunk.usage === "object" ? chunk.usage : null;
+    } else if (chunk.type === "finish") {
+      this.finish = chunk.reason && typeof chunk.reason === "object" ? chunk.reason : null;
+    }
+  }
+
+  // drawing --------------------------------------------------------------------------------
+
+  draw() {
+    // JupyterLab replaces a view when the output is updated (the final text/html); the
+    // old one is detached, not disposed: stop drawing it.
+    if (this.root.isConnected) this.wasConnected = true;
+    else if (this.wasConnected) return;
+    const store = this.store;
+    const total = store.records.length;
+    const done = store.end !== null;
+    if (this.scrubTo !== null && (!done || this.scrubTo >= total)) this.scrubTo = null;
+    const limit = this.scrubTo === null ? total : this.scrubTo;
+    if (limit < this.applied || store.run !== this.run) this.resetPicture();
+    this.run = store.run;
+    for (let n = this.applied; n < limit; n++) this.ingest(store.records[n], n);
+    this.applied = limit;
+    const complete = limit === total;
+
+    for (const seg of this.dirty) this.drawSeg(seg);
+    this.dirty.clear();
+
+    // violations: in arrival order; an end-of-stream one (position null) once complete
+    while (this.appliedViolations < store.violations.length) {
+      const v = store.violations[this.appliedViolations];
+      const position = v[0];
+      if (position === null ? !(complete && done) : position >= limit) break;
+      this.addViolation(v);
+      this.appliedViolations++;
+    }
+
+    const root = this.root;
+    root.dataset.state = !done ? "streaming" : store.end.status === "error" ? "error" : "done";
+    root.dataset.chunks = String(limit);
+    root.dataset.deltas = String(this.deltas);
+    root.dataset.axis = this.axis();
+    if (this.scrubTo === null) delete root.dataset.scrub;
+    else root.dataset.scrub = String(this.scrubTo);
+
+    this.drawFacts(limit, complete);
+    this.drawBadges(complete);
+    this.relayout(false);
+
+    this.scrub.disabled = !done;
+    this.scrub.max = String(total);
+    if (this.scrubTo === null) this.scrub.value = String(total);
+    this.scrubLabel.textContent = done ? `chunk ${limit} / ${total}` : "available when the stream ends";
+  }
+
+  drawSeg(seg) {
+    if (!seg.dom) {
+      const node = h("div", "cs-seg");
+      node.dataset.kind = seg.kind;
+      node.dataset.index = String(seg.index);
+      const row = h("div", "cs-row");
+      row.tabIndex = 0; // keyboard: Enter shows the block's chunks
+      row.setAttribute("role", "button");
+      row.setAttribute("aria-label", `block ${seg.index} (${seg.kind}): show its chunks as JSON`);
+      const label = h("span", "cs-lane-label");
+      const mark = h("span", "cs-kind-mark", KIND_MARK[seg.kind] || "?");
+      mark.setAttribute("aria-hidden", "true");
+      label.append(mark, document.createTextNode(`#${seg.index} ${seg.kind}`));
+      const track = h("div", "cs-track");
+      const bar = h("div", "cs-bar");
+      bar.title = "click: show this block's chunks as JSON";
+      track.append(bar);
+      const cap = h("span", "cs-cap");
+      row.append(label, track, cap);
+      const text = h("div", "cs-seg-text");
+      let sink = text;
+      if (seg.kind === "tool-call") {
+        const name = h("span", "cs-tool-name");
+        const id = h("span", "cs-tool-id");
+        const args = h("span", "cs-tool-args");
+        text.append(name, document.createTextNode(" "), id, document.createTextNode(" "), args);
+        sink = args;
+        seg.nameEl = name;
+        seg.idEl = id;
+      }
+      node.append(row, text);
+      node.csSeg = seg;
+      seg.dom = { node, bar, cap, text, sink };
+      this.lanes.append(node);
+    }
+    const dom = seg.dom;
+    if (seg.pending.length) {
+      const piece = seg.pending.join("");
+      seg.pending = [];
+      seg.chars += piece.length;
+      const atBottom = dom.text.scrollTop + dom.text.clientHeight >= dom.text.scrollHeight - 4;
+      dom.sink.appendChild(document.createTextNode(piece));
+      if (atBottom) dom.text.scrollTop = dom.text.scrollHeight;
+    }
+    if (seg.nameEl) {
+      seg.nameEl.textContent = seg.name || "";
+      seg.idEl.textContent = seg.id || "";
+    }
+    dom.node.dataset.deltas = String(seg.deltas);
+    dom.node.dataset.started = seg.started ? "true" : "false";
+    dom.node.dataset.closed = seg.closed ? "true" : "false";
+    let cap = seg.kind === "tool-call" ? `${seg.name || "?"} · ${plural(seg.deltas, "delta")}` : `${plural(seg.deltas, "delta")} · ${plural(seg.chars, "char")}`;
+    if (!seg.closed) cap += this.store.end ? " · never closed" : " · open";
+    dom.cap.textContent = cap;
+  }
+
+  addViolation(v) {
+    const [position, rule, severity, message] = v;
+    const where = position === null ? "end of stream" : `chunk ${position}`;
+    const mark = h("span", "cs-violation-mark", "!");
+    mark.dataset.rule = String(rule);
+    mark.dataset.position = position === null ? "end" : String(position);
+    mark.dataset.severity = String(severity);
+    mark.title = `${where} · ${rule}: ${message}`;
+    mark.csViolation = v;
+    mark.tabIndex = 0;
+    mark.setAttribute("role", "button");
+    mark.setAttribute("aria-label", mark.title);
+    this.marksTrack.append(mark);
+    this.marks.push(mark);
+    this.marksRow.hidden = false;
+
+    const li = h("li");
+    li.dataset.rule = String(rule);
+    li.dataset.position = mark.dataset.position;
+    li.dataset.severity = String(severity);
+    li.append(h("span", "cs-pos", where), document.createTextNode(" "), h("code", "cs-rule", rule),
+      document.createTextNode(" "), h("span", "cs-severity", severity), document.createTextNode(" "),
+      h("span", "cs-msg", message));
+    li.csViolation = v;
+    this.list.append(li);
+  }
+
+  drawFacts(limit, complete) {
+    const store = this.store;
+    const f = this.facts;
+    f.chunks.value.textContent = String(limit);
+    const first = limit ? Number(store.records[0][0]) : null;
+    f.first.fact.hidden = first === null;
+    if (first !== null) f.first.value.textContent = formatMs(first);
+    const totalMs = this.totalMs(limit, complete);
+    f.total.fact.hidden = limit === 0;
+    f.total.value.textContent = formatMs(totalMs);
+    f.gap.fact.hidden = this.maxGapAt === null;
+    if (this.maxGapAt !== null) {
+      f.gap.value.textContent = formatMs(this.maxGap);
+      f.gap.after.textContent = ` before chunk ${this.maxGapAt}`;
+    }
+    f.violations.value.textContent = String(this.appliedViolations);
+    f.violations.fact.dataset.count = String(this.appliedViolations);
+  }
+
+  totalMs(limit, complete) {
+    const last = limit ? Number(this.store.records[limit - 1][0]) : 0;
+    const end = this.store.end;
+    return complete && end && typeof end.totalMs === "number" ? Math.max(end.totalMs, last) : last;
+  }
+
+  drawBadges(complete) {
+    const badges = [];
+    if (this.usage) {
+      const b = h("span", "cs-badge cs-usage");
+      b.append(h("b", null, "usage"), document.createTextNode(" " + usageText(this.usage)));
+      badges.push(b);
+    }
+    if (this.finish) {
+      const kind = String(this.finish.kind);
+      const b = h("span", "cs-badge cs-finish");
+      b.dataset.kind = kind;
+      b.append(h("b", null, "finish"), document.createTextNode(" " + kind));
+      badges.push(b);
+    }
+    const end = this.store.end;
+    const error = errorInfo(complete && end ? end.error : null, this.finish);
+    if (error) {
+      const b = h("span", "cs-badge cs-error");
+      b.dataset.code = error.code;
+      const label = h("b", null, error.source === "raised" ? "LlmError " : "failure ");
+      label.append(h("span", "cs-error-code", error.code));
+      const parts = error.message ? [error.message] : [];
+      if (error.status != null) parts.push(`HTTP ${error.status}`);
+      if (error.retryAfterMs != null) parts.push(`retry after ${formatMs(Number(error.retryAfterMs))}`);
+      if (error.requestId) parts.push(`request id ${error.requestId}`);
+      if (error.retryable != null) parts.push(error.retryable ? "retryable" : "not retryable");
+      b.append(label, document.createTextNode(" " + parts.join(" · ")));
+      badges.push(b);
+      for (const cause of error.causes || []) badges.push(h("span", "cs-badge cs-cause", `caused by ${cause}`));
+      if (this.applied) {
+        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.applied} chunks, ${this.deltas} deltas`));
+      }
+    }
+    // Badges are few; rebuild only when their text changed.
+    const key = badges.map((b) => b.className + "|" + (b.dataset.kind || b.dataset.code || "") + "|" + b.textContent).join("\n");
+    if (key !== this.badgeKey) {
+      this.badgeKey = key;
+      this.badges.replaceChildren(...badges);
+    }
+  }
+
+  /** Position bars, marks and ticks for the current extent (CSS variables: one write per frame). */
+  relayout(axisChanged) {
+    const axis = this.axis();
+    const limit = this.applied;
+    const extent = axis === "chunk" ? Math.max(limit, 1) : Math.max(this.totalMs(limit, limit === this.store.records.length), 1);
+    this.plot.style.setProperty("--cs-extent", String(extent));
+    this.root.dataset.axis = axis;
+    this.toggleTime.className = axis === "time" ? "cs-on" : "";
+    this.toggleChunk.className = axis === "chunk" ? "cs-on" : "";
+    const endX = axis === "chunk" ? limit : this.totalMs(limit, limit === this.store.records.length);
+    for (const seg of this.segs) {
+      if (!seg.dom) continue;
+      // A block still open runs to the end of what arrived (it grows with the stream).
+      const x0 = axis === "chunk" ? seg.first : seg.t0;
+      const x1 = !seg.closed ? endX : axis === "chunk" ? seg.last + 1 : seg.t1;
+      if (axisChanged || seg.x0 !== x0 || seg.x1 !== x1) {
+        seg.x0 = x0;
+        seg.x1 = x1;
+        const bar = seg.dom.bar;
+        bar.style.left = `calc(${x0} * 100% / var(--cs-extent))`;
+        bar.style.width = `max(3px, calc(${x1 - x0} * 100% / var(--cs-extent)))`;
+      }
+    }
+    const records = this.store.records;
+    for (const mark of this.marks) {
+      const position = mark.csViolation[0];
+      let x;
+      if (axis === "chunk") x = position === null ? limit : position + 0.5;
+      else x = position === null || position >= limit ? this.totalMs(limit, true) : Number(records[position][0]);
+      if (axisChanged || mark.csX !== x || mark.csAxis !== axis) {
+        mark.csX = x;
+        mark.csAxis = axis;
+        mark.style.left = `min(100%, calc(${x} * 100% / var(--cs-extent)))`;
+      }
+    }
+    const ticks = axisTicks(axis === "chunk" ? limit : extent, axis);
+    const key = axis + ticks.map((t) => t[0].toFixed(4) + t[1]).join();
+    if (key !== this.tickKey) {
+      this.tickKey = key;
+      this.axisTrack.replaceChildren(...ticks.map(([frac, label]) => {
+        const tick = h("span", "cs-tick", label);
+        tick.style.left = `${(Math.min(1, Math.max(0, frac)) * 100).toFixed(3)}%`;
+        return tick;
+      }));
+    }
+  }
+
+  // clicks: show chunks as JSON --------------------------------------------------------------
+
+  onClick(event) {
+    const target = event.target;
+    if (!(target instanceof Element)) return;
+    const violationEl = target.closest(".cs-violation-mark, ul.cs-violations > li");
+    if (violationEl && violationEl.csViolation) {
+      this.showViolation(violationEl.csViolation, violationEl);
+      return;
+    }
+    // A drag that selected text is for copying, not a click on the segment.
+    const selection = window.getSelection ? window.getSelection() : null;
+    if (selection && !selection.isCollapsed && target.closest(".cs-seg-text")) return;
+    const segEl = target.closest(".cs-seg");
+    if (segEl && segEl.csSeg) this.showSegment(segEl.csSeg, segEl);
+  }
+
+  select(el, key) {
+    if (this.selectedEl) this.selectedEl.classList.remove("cs-selected");
+    if (this.selected === key) {
+      this.selected = null;
+      this.selectedEl = null;
+      this.json.hidden = true;
+      this.json.textContent = "";
+      return false;
+    }
+    this.selected = key;
+    this.selectedEl = el;
+    el.classList.add("cs-selected");
+    return true;
+  }
+
+  chunkLine(n) {
+    const rec = this.store.records[n];
+    return `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
+  }
+
+  showSegment(seg, el) {
+    if (!this.select(el, "seg:" + seg.first + ":" + seg.index)) return;
+    const lines = [`block #${seg.index} (${seg.kind}) · chunks ${seg.first}–${seg.last} · ${seg.deltas} deltas`];
+    const numbers = seg.chunks;
+    const half = JSON_LIMIT / 2;
+    numbers.forEach((n, i) => {
+      if (numbers.length > JSON_LIMIT && i >= half && i < numbers.length - half) {
+        if (i === half) lines.push(`… ${numbers.length - JSON_LIMIT} more chunks …`);
+        return;
+      }
+      lines.push(this.chunkLine(n));
+    });
+    this.json.textContent = lines.join("\n");
+    this.json.hidden = false;
+  }
+
+  showViolation(v, el) {
+    const [position, rule, severity, message] = v;
+    if (!this.select(el, "v:" + position + ":" + rule + ":" + message)) return;
+    const lines = [`${rule} (${severity}) at ${position === null ? "the end of the stream" : "chunk " + position}: ${message}`];
+    if (position !== null && position < this.store.records.length) lines.push(this.chunkLine(position));
+    this.json.textContent = lines.join("\n");
+    this.json.hidden = false;
+  }
+}
+
+export default {
+  initialize({ model }) {
+    const key = storeKey(model);
+    const store = storeFor(model);
+    return () => {
+      store.dispose();
+      stores.delete(key);
+    };
+  },
+  render({ model, el }) {
+    // No message goes back to the kernel unless a gap shows up: a comm message that reaches
+    // ipykernel 7 while an async cell runs is handled concurrently, and there it can cost the
+    // running cell its execute_reply. A view opened late (page reloaded mid-run) sees a gap
+    // at the next batch and asks then.
+    const view = new View(model, el, storeFor(model));
+    return () => view.dispose();
+  },
+};
