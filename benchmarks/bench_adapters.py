@@ -119,14 +119,13 @@ def build_stream(events: int) -> tuple[bytes, int]:
 # --- the contenders -----------------------------------------------------------------
 
 
-def floor(raw: bytes) -> int:
+def floor(raw: bytes, decode: Callable[[str], Any] = json.loads) -> int:
     n = 0
-    loads = json.loads
     for event in raw.decode().split("\n\n"):
         if event.startswith("data: "):
             payload = event[6:]
             if payload != "[DONE]":
-                loads(payload)
+                decode(payload)
             n += 1
     return n
 
@@ -136,15 +135,7 @@ _raw_decode = json.JSONDecoder().raw_decode
 
 def floor_raw_decode(raw: bytes) -> int:
     """The floor with the adapter's JSON entry point (``raw_decode``: json.loads minus two Python frames)."""
-    n = 0
-    decode = _raw_decode
-    for event in raw.decode().split("\n\n"):
-        if event.startswith("data: "):
-            payload = event[6:]
-            if payload != "[DONE]":
-                decode(payload)
-            n += 1
-    return n
+    return floor(raw, _raw_decode)
 
 
 def _mock_client(raw: bytes) -> httpx.AsyncClient:

@@ -5,7 +5,8 @@ with the documented code for the adapter's wire, within a bounded time (the
 idle timeout is set well under ``fault-stall``'s silence), keeping the partial
 output sent before the fault (as ``collect`` sees it), with every chunk clean
 under the ``strict`` profile, no API key in any error text, and no connection
-left open in the client's pool.
+left open in the client's pool (one whose body was read to its end stays
+pooled for reuse).
 
 An adapter's tests use it like this::
 
@@ -21,11 +22,13 @@ An adapter's tests use it like this::
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from chunkscope.adapters._base import GenerateOptions, LlmAdapter
 from chunkscope.protocol._assembly import StreamResult, collect
@@ -54,6 +57,21 @@ def open_connections(client: httpx.AsyncClient) -> list[Any]:
 def pool_size(client: httpx.AsyncClient) -> int:
     """How many connections ``client``'s pool holds (idle ones included)."""
     return len(client._transport._pool.connections)  # type: ignore[attr-defined]
+
+
+async def cancel_after_first_chunk(stream: AsyncIterator[Any]) -> None:
+    """Consume ``stream`` in a task, cancel the task once a chunk arrived; the cancellation propagates."""
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in stream:
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), TIME_BOUND)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 def assert_no_secret(result: StreamResult, secret: str) -> None:
@@ -96,6 +114,8 @@ async def run_fault_case(
         else:
             assert result.error is not None and result.error.code == expected_code
         assert elapsed < TIME_BOUND, f"{scenario} took {elapsed:.2f} s"
+        if expected_code == "TIMEOUT":
+            assert elapsed >= IDLE_TIMEOUT, f"{scenario} timed out after {elapsed:.2f} s, too early"
         # the partial output sent before the fault is delivered and kept
         assert result.text == expected.text, (scenario, result.text, expected.text)
         assert result.reasoning == expected.reasoning
@@ -107,4 +127,7 @@ async def run_fault_case(
             assert [v for v in errors if v.position is not None] == [], [str(v) for v in errors]
         assert_no_secret(result, api_key)
         assert open_connections(client) == [], f"{scenario} left a connection open"
+        if result.error is None or result.error.status is not None:
+            # an in-band finish or an error answer: the body was read to its end, the connection kept
+            assert pool_size(client) == 1, f"{scenario} dropped a reusable connection"
     return result

@@ -93,7 +93,9 @@ def test_set_options_lists_only_fields_that_are_set() -> None:
         "temperature",
         "purpose",
     ]
-    assert set(OPTIONAL_OPTIONS) >= set(opts(system="s", max_tokens=3).set_options())
+    assert opts(max_tokens=3, system="s").set_options() == ["system", "max_tokens"]  # OPTIONAL_OPTIONS order
+    assert opts(**{name: "x" for name in ("system", "purpose")}).set_options() == ["system", "purpose"]
+    assert all(name in OPTIONAL_OPTIONS for name in opts(stop="x", temperature=1.0).set_options())
 
 
 def test_replace_returns_a_changed_copy() -> None:
@@ -211,13 +213,21 @@ def test_callbacks_run_once_at_the_abort_and_can_be_removed() -> None:
 async def test_waiters_on_two_loops_in_two_threads_are_all_woken() -> None:
     controller = AbortController()
     results: list[Any] = []
+    waiting = threading.Event()
 
     def other_loop() -> None:
-        results.append(asyncio.run(asyncio.wait_for(controller.signal.wait(), 2)))
+        async def wait() -> Any:
+            waiter = asyncio.ensure_future(controller.signal.wait())
+            await asyncio.sleep(0)  # let it register before the abort can come
+            waiting.set()
+            return await asyncio.wait_for(waiter, 2)
+
+        results.append(asyncio.run(wait()))
 
     thread = threading.Thread(target=other_loop)
     thread.start()
-    await asyncio.sleep(0.02)
+    assert await asyncio.to_thread(waiting.wait, 2)
+    assert not controller.signal.aborted
     controller.abort(7)
     assert await asyncio.wait_for(controller.signal.wait(), 2) == 7
     thread.join(2)

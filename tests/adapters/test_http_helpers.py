@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from email.utils import format_datetime
 
 import httpx
 import pytest
 
+from chunkscope.adapters import _http
 from chunkscope.adapters._base import user_agent
 from chunkscope.adapters._http import (
+    StreamGuard,
     classify_error_detail,
     error_detail,
     error_from_response,
@@ -18,6 +22,7 @@ from chunkscope.adapters._http import (
     is_context_window_exceeded,
     is_quota_exceeded,
     merge_headers,
+    public_url,
     redact,
     request_id,
     resolve_api_key,
@@ -84,6 +89,7 @@ def test_other_bad_requests_are_not_context_window(text: str) -> None:
         (400, "maximum context length is 8192 tokens", "CONTEXT_WINDOW_EXCEEDED"),
         (400, "bad field", "INVALID_REQUEST"),
         (413, "", "INVALID_REQUEST"),
+        (413, "maximum context length is 8192 tokens", "INVALID_REQUEST"),  # 413 is the body's bytes
         (500, "", "SERVER"),
         (529, "overloaded_error", "SERVER"),
         (404, "", "HTTP_404"),
@@ -133,6 +139,7 @@ def test_retry_after_reads_seconds_http_dates_and_retry_after_ms() -> None:
     date = format_datetime(datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc), usegmt=True)
     assert retry_after_ms({"retry-after": date}, now=now.timestamp()) == 30_000.0
     assert retry_after_ms({"retry-after-ms": "250", "retry-after": "9"}) == 250.0
+    assert retry_after_ms({"retry-after-ms": "soon", "retry-after": "2"}) == 2000.0  # unusable: falls back
     for bad in ({"retry-after": "soon"}, {"retry-after": "0"}, {"retry-after": "-3"}, {}):
         assert retry_after_ms(bad) is None
     past = format_datetime(datetime(2020, 1, 1, tzinfo=timezone.utc), usegmt=True)
@@ -195,6 +202,64 @@ def test_resolve_api_key_trims_reads_the_environment_and_refuses_what_no_header_
         assert bad.strip() not in str(invalid.value)
 
 
+def test_public_url_drops_user_info_query_and_fragment() -> None:
+    assert public_url("https://u:pw@api.test/v1?key=k#x") == "https://api.test/v1"
+    assert public_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
 def test_redact_replaces_every_occurrence_of_a_secret() -> None:
     assert redact("key sk-abcd and sk-abcd", ["sk-abcd"]) == "key *** and ***"
     assert redact("short a", ["a"]) == "short a"  # trivially short "secrets" are not redacted
+
+
+async def test_the_idle_clock_restarts_when_the_consumer_resumes_not_at_a_tick_while_it_held_a_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Fake time, ticks driven by hand: a tick that finds the consumer holding a chunk must not
+    # shorten the provider's allowance once reading resumes.
+    now = [0.0]
+    monkeypatch.setattr(_http, "_monotonic", lambda: now[0])
+    with pytest.raises(LlmError) as info:
+        async with StreamGuard(signal=None, idle_timeout=10.0, label="L") as guard:
+            guard.reader = None  # the consumer holds a chunk from t=0 ...
+            now[0] = 10.0
+            guard._tick()
+            now[0] = 19.0
+            guard.resume()  # ... until t=19
+            now[0] = 20.0
+            guard._tick()  # 1 s of silence: not a timeout
+            assert guard.cause is None
+            now[0] = 29.0
+            guard._tick()  # 10 s of silence while reading: the timeout cancels the read
+            await asyncio.sleep(0)
+    assert info.value.code == "TIMEOUT"
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_an_error_status_whose_body_is_cut_keeps_its_code_status_and_request_id() -> None:
+    async def cut() -> AsyncIterator[bytes]:
+        yield b'{"error": {"message": "Rate limit'
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(429, headers={"retry-after": "3", "x-request-id": "r-9"}, content=cut())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        with pytest.raises(LlmError) as info:
+            async with StreamGuard(signal=None, idle_timeout=5.0, label="L") as guard:
+                await guard.send(client, client.build_request("POST", "http://x.test"))
+    error = info.value
+    assert (error.code, error.status) == ("RATE_LIMIT", 429)
+    assert (error.retry_after_ms, error.request_id) == (3000.0, "r-9")
+
+
+async def test_an_error_leaving_the_guard_after_a_2xx_carries_the_request_id() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"x-request-id": "r-200"}, content=b"data: x\n\n")
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        with pytest.raises(LlmError) as info:
+            async with StreamGuard(signal=None, idle_timeout=5.0, label="L") as guard:
+                await guard.send(client, client.build_request("POST", "http://x.test"))
+                raise LlmError("no [DONE]", "STREAM_CLOSED")
+    assert (info.value.code, info.value.request_id) == ("STREAM_CLOSED", "r-200")

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from _openai_events import API_KEY, BASE_URL, MockServer, chunk, options, run, sse, tool, types_of, usage
+from fault_matrix import cancel_after_first_chunk
 
 from chunkscope.adapters._base import AbortController, ModelInfo, ReasoningEffort, ReasoningInfo, user_agent
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
@@ -225,6 +226,19 @@ async def test_emits_empty_object_arguments_for_a_tool_call_without_arguments() 
     assert_clean(result)
 
 
+async def test_a_name_arriving_on_a_fragment_without_arguments_still_reaches_a_delta() -> None:
+    body = sse(
+        chunk(tools=[tool(0, id="call_1", arguments='{"q": 1}')]),
+        chunk(tools=[tool(0, name="lookup", arguments="")]),
+        chunk(finish="tool_calls"),
+    )
+    result = await run(body)
+    deltas = [c for c in result.chunks if isinstance(c, ToolCallDelta)]
+    assert [d.name for d in deltas if d.name] == ["lookup"]
+    assert result.tool_calls == [ToolCallBlock(id="call_1", name="lookup", arguments='{"q": 1}')]
+    assert_clean(result)
+
+
 async def test_a_tool_call_without_a_name_is_malformed_response() -> None:
     body = sse(chunk(tools=[tool(0, id="call_x", arguments="{}")]), chunk(finish="tool_calls"))
     result = await run(body)
@@ -285,6 +299,13 @@ async def test_subtracts_prompt_cache_hit_tokens_to_keep_usage_disjoint() -> Non
     assert result.usage == TokenUsage(
         input_tokens=120, output_tokens=9, cache_read_tokens=7680, reasoning_tokens=4
     )
+    assert_clean(result)
+
+
+async def test_a_prompt_count_below_its_cache_hits_is_taken_as_uncached_never_negative() -> None:
+    wire = usage(50, 3, prompt_cache_hit_tokens=200)
+    result = await run(sse(chunk(content="x"), chunk(finish="stop", usage=wire)))
+    assert result.usage == TokenUsage(input_tokens=50, output_tokens=3, cache_read_tokens=200)
     assert_clean(result)
 
 
@@ -373,6 +394,21 @@ async def test_a_stream_without_done_is_stream_closed_after_its_deltas() -> None
     assert types_of(result.chunks) == ["block-start", "text-delta", "text-delta"]
 
 
+async def test_an_in_stream_error_and_a_missing_done_carry_the_request_id_of_the_response() -> None:
+    error = {"error": {"message": "The server is overloaded", "type": "server_error"}}
+    for body in (sse(chunk(content="a"), error, done=False), sse(chunk(content="a"), done=False)):
+        server = MockServer(body, headers={"x-request-id": "req-stream"})
+        result = await collect(server.adapter().stream(options()))
+        assert result.error is not None and result.error.request_id == "req-stream", result.error
+
+
+async def test_the_chunks_a_failing_payload_produced_before_its_fault_are_delivered() -> None:
+    bad_usage = chunk(content="b", usage={"prompt_tokens": "many"})
+    result = await run(sse(chunk(content="a"), bad_usage, done=False))
+    assert result.error_code == "MALFORMED_RESPONSE"
+    assert result.text == "ab"
+
+
 async def test_a_payload_that_is_not_json_is_malformed_response() -> None:
     result = await run(sse(chunk(content="a"), "{not json", done=False))
     assert result.error_code == "MALFORMED_RESPONSE"
@@ -383,10 +419,12 @@ async def test_a_payload_that_is_not_json_is_malformed_response() -> None:
     "payload",
     [
         [1, 2],
+        pytest.param("[" * 100_000, id="nested-deeper-than-the-parser-recurses"),
         {"choices": "nope"},
         {"choices": [{"delta": {"content": 5}}]},
         {"choices": [{"delta": {"tool_calls": [{"index": "0"}]}}]},
         {"choices": [], "usage": {"prompt_tokens": "many"}},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": -1}},
     ],
 )
 async def test_json_that_is_not_the_wire_shape_is_malformed_response(payload: Any) -> None:
@@ -603,17 +641,7 @@ async def test_an_already_aborted_signal_raises_aborted_before_any_request() -> 
 async def test_task_cancellation_propagates_and_closes_the_response() -> None:
     closed: list[bool] = []
     server = MockServer(_stalling(sse(chunk(content="a"), done=False), asyncio.Event(), closed))
-    adapter = server.adapter(idle_timeout=30)
-
-    async def consume() -> None:
-        async for _ in adapter.stream(options()):
-            pass
-
-    task = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_after_first_chunk(server.adapter(idle_timeout=30).stream(options()))
     assert closed == [True]
 
 
@@ -704,6 +732,24 @@ async def test_serializes_system_tools_history_and_sampling_options() -> None:
         }
     ]
     assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.3, 64, ["END"])
+
+
+async def test_tool_results_go_right_after_the_call_before_the_users_further_text() -> None:
+    server = MockServer(sse(chunk(content="x")))
+    history = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [{"type": "tool-call", "id": "c1", "name": "w", "arguments": "{}"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": "sunny"}]},
+                {"type": "text", "text": "and tomorrow?"},
+            ],
+        },
+    ]
+    await collect(server.adapter().stream(options().replace(messages=history)))
+    roles = [(m["role"], m["content"]) for m in server.json_body()["messages"]]
+    assert roles[2:] == [("tool", "sunny"), ("user", "and tomorrow?")]
 
 
 @pytest.mark.parametrize(
@@ -800,6 +846,24 @@ async def test_the_api_key_never_appears_in_repr_or_in_an_echoing_error() -> Non
         assert API_KEY not in text
 
 
+async def test_credentials_in_the_base_url_appear_in_no_repr_or_error() -> None:
+    server = MockServer(_error_body("bad key", "authentication_error"), status=401)
+    url = "http://gateway-user:gw-PASSWORD-42@mock.test/v1?api-key=url-KEY-42"
+    adapter = OpenAICompatAdapter(url, API_KEY, http_client=server.client())
+    result = await collect(adapter.stream(options()))
+    assert result.error_code == "AUTH"
+    assert str(server.requests[0].url).startswith(url.split("?")[0])  # the request itself is unchanged
+    for text in (repr(adapter), str(result.error), repr(result.error), str(result.error.cause)):
+        assert "PASSWORD-42" not in text and "KEY-42" not in text, text
+    assert "mock.test/v1" in str(result.error)
+
+
+def test_idle_timeout_must_be_positive_or_none() -> None:
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError):
+            OpenAICompatAdapter(BASE_URL, API_KEY, idle_timeout=bad)
+
+
 async def test_aclose_leaves_a_callers_client_open() -> None:
     client = MockServer().client()
     async with OpenAICompatAdapter(BASE_URL, API_KEY, http_client=client) as adapter:
@@ -844,6 +908,19 @@ async def test_a_server_that_keeps_the_body_open_after_done_still_finishes_promp
     assert result.finish is not None and result.finish.kind == "stop"
     assert time.perf_counter() - start < 2.0
     assert closed == [True]
+
+
+async def test_a_server_that_trickles_on_after_done_does_not_hold_up_the_finish() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield sse(chunk(content="a"), chunk(finish="stop"))
+        while True:  # keep-alive comments forever: the real timing is the point
+            yield b": ping\n\n"
+            await asyncio.sleep(0.02)
+
+    start = time.perf_counter()
+    result = await asyncio.wait_for(collect(MockServer(body).adapter().stream(options())), 10)
+    assert result.error is None and result.text == "a"
+    assert time.perf_counter() - start < 2.0
 
 
 async def test_a_body_cut_after_done_still_finishes() -> None:

@@ -11,7 +11,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from fault_matrix import FAULTS, REPLIES, open_connections, pool_size, run_fault_case
+from fault_matrix import (
+    FAULTS,
+    REPLIES,
+    cancel_after_first_chunk,
+    open_connections,
+    pool_size,
+    run_fault_case,
+)
 
 from chunkscope.adapters._base import AbortController, GenerateOptions, LlmAdapter
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
@@ -199,20 +206,32 @@ async def test_abort_within_100_ms_closes_the_connection(provider: LocalProvider
         assert open_connections(client) == []
 
 
+async def test_an_abort_while_the_consumer_holds_a_chunk_releases_the_connection_within_100_ms(
+    provider: LocalProvider,
+) -> None:
+    async with httpx.AsyncClient() as client:
+        adapter = OpenAICompatAdapter(provider.base_url, API_KEY, http_client=client, idle_timeout=30.0)
+        controller = AbortController()
+        stream = adapter.stream(opts("slow-tokens", signal=controller.signal))
+        await stream.__anext__()
+        await stream.__anext__()  # the consumer holds this chunk and does not ask for the next
+        assert open_connections(client) != []
+        controller.abort()
+        fired = time.perf_counter()
+        while open_connections(client) and time.perf_counter() - fired < 1.0:
+            await asyncio.sleep(0.002)
+        latency = time.perf_counter() - fired
+        assert open_connections(client) == []
+        assert latency < 0.1, f"the connection was released {latency * 1000:.0f} ms after the abort"
+        with pytest.raises(LlmError) as info:
+            await stream.__anext__()
+        assert info.value.code == "ABORTED"
+
+
 async def test_task_cancellation_closes_the_connection(provider: LocalProvider) -> None:
     async with httpx.AsyncClient() as client:
         adapter = OpenAICompatAdapter(provider.base_url, API_KEY, http_client=client, idle_timeout=30.0)
-        started = asyncio.Event()
-
-        async def consume() -> None:
-            async for _ in adapter.stream(opts("slow-tokens")):
-                started.set()
-
-        task = asyncio.create_task(consume())
-        await started.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancel_after_first_chunk(adapter.stream(opts("slow-tokens")))
         assert open_connections(client) == []
 
 

@@ -18,6 +18,7 @@ from chunkscope.adapters.scripted import ScriptedAdapter
 from chunkscope.protocol._assembly import collect
 from chunkscope.protocol._chunks import AnyChunk, parse_chunk
 from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._jsonl import ChunkFileError
 from chunkscope.protocol._rules import check
 
 EXAMPLE = [
@@ -115,6 +116,19 @@ async def test_a_scripted_error_is_raised_after_the_last_chunk() -> None:
     assert len(result.chunks) == 2
 
 
+async def test_a_scripted_error_raised_on_every_call_does_not_pile_up_tracebacks() -> None:
+    adapter = ScriptedAdapter(EXAMPLE[:1], error=LlmError("the server went away", "TRANSPORT"))
+    depths = []
+    for _ in range(3):
+        error = (await collect(adapter.stream(opts()))).error
+        assert error is adapter.error
+        depth, tb = 0, error.__traceback__
+        while tb is not None:
+            depth, tb = depth + 1, tb.tb_next
+        depths.append(depth)
+    assert depths[0] == depths[1] == depths[2]
+
+
 async def test_scripted_adapter_records_the_options_it_was_given() -> None:
     adapter = ScriptedAdapter(EXAMPLE)
     options = opts(temperature=0.1, system="s")
@@ -126,11 +140,16 @@ async def test_scripted_adapter_honours_an_abort_during_a_pause_within_100_ms() 
     adapter = ScriptedAdapter(EXAMPLE, delay=10.0)  # the real sleep: the abort must cut it short
     controller = AbortController()
     loop = asyncio.get_running_loop()
-    loop.call_later(0.02, controller.abort)
-    start = loop.time()
+    fired: list[float] = []
+
+    def abort() -> None:
+        fired.append(loop.time())
+        controller.abort()
+
+    loop.call_later(0.02, abort)
     result = await collect(adapter.stream(opts(signal=controller.signal)))
     assert result.error_code == "ABORTED"
-    assert loop.time() - start < 0.12
+    assert loop.time() - fired[0] < 0.1
 
 
 # --- RecordingAdapter ------------------------------------------------------------
@@ -203,14 +222,20 @@ async def test_a_recording_of_a_real_adapter_never_contains_the_api_key(tmp_path
 
 async def test_recording_passes_task_cancellation_through_without_an_error_line(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
-    adapter = RecordingAdapter(ScriptedAdapter(EXAMPLE, delay=10.0), path)
+    pausing = asyncio.Event()
+
+    async def pause_forever(seconds: float) -> None:
+        pausing.set()
+        await asyncio.Event().wait()
+
+    adapter = RecordingAdapter(ScriptedAdapter(EXAMPLE, delay=1.0, sleep=pause_forever), path)
 
     async def consume() -> None:
         async for _ in adapter.stream(opts()):
             pass
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.01)
+    await pausing.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -260,13 +285,19 @@ async def test_replay_of_a_broken_recording_replays_it_broken(tmp_path: Path) ->
     assert "schema" in {v.rule for v in result.violations}
 
 
-async def test_replay_honours_an_abort(tmp_path: Path) -> None:
+async def test_replay_honours_an_abort_during_a_pause(tmp_path: Path) -> None:
     recorder = FakeClock()
     path = await record(tmp_path, ScriptedAdapter(EXAMPLE, delay=5.0, sleep=recorder.sleep), recorder)
     controller = AbortController()
-    asyncio.get_running_loop().call_later(0.02, controller.abort)
-    result = await collect(ReplayAdapter(path).stream(opts(signal=controller.signal)))
+
+    async def pause_until_aborted(seconds: float) -> None:
+        controller.abort()  # the caller gives up during the first pause
+        await asyncio.Event().wait()
+
+    replay = ReplayAdapter(path, sleep=pause_until_aborted)
+    result = await collect(replay.stream(opts(signal=controller.signal)))
     assert result.error_code == "ABORTED"
+    assert result.chunks == []
 
 
 async def test_record_then_replay_round_trips_a_real_http_stream(tmp_path: Path) -> None:
@@ -283,16 +314,25 @@ async def test_record_then_replay_round_trips_a_real_http_stream(tmp_path: Path)
     assert replayed.ok and check(replayed.chunks) == []
 
 
-def test_a_file_that_is_not_a_recording_is_refused_with_its_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('{"type": "finish"}\n', 1),
+        ('{"recording": "chunkscope", "version": 1}\n{bad\n', 2),
+        ('{"recording": "chunkscope", "version": 1}\n{"t": 0, "chunk": 5}\n', 2),
+        ('{"recording": "chunkscope", "version": 1}\n{"t": -1, "chunk": {}}\n', 2),
+        ('{"recording": "chunkscope", "version": 99}\n', 1),
+    ],
+)
+def test_a_file_that_is_not_a_recording_is_refused_with_its_line(
+    tmp_path: Path, text: str, line: int
+) -> None:
     path = tmp_path / "x.jsonl"
-    path.write_text('{"type": "finish"}\n', encoding="utf-8")
-    with pytest.raises(RecordingFileError) as info:
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ChunkFileError) as info:  # a RecordingFileError is a ChunkFileError
         ReplayAdapter(path).read()
-    assert info.value.line == 1
-    path.write_text(json.dumps({"recording": "chunkscope", "version": 1}) + "\n{bad\n", encoding="utf-8")
-    with pytest.raises(RecordingFileError) as info:
-        ReplayAdapter(path).read()
-    assert info.value.line == 2
+    assert isinstance(info.value, RecordingFileError)
+    assert (info.value.path, info.value.line) == (str(path), line)
 
 
 async def test_stopping_a_recording_early_closes_the_inner_stream(tmp_path: Path) -> None:

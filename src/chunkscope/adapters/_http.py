@@ -8,7 +8,7 @@ what happened                       code
 non-2xx, quota/balance wording      QUOTA (any status; a bare 402 too)
 401 / 403                           AUTH
 429                                 RATE_LIMIT
-400 (or 413) + context wording      CONTEXT_WINDOW_EXCEEDED
+400 + context-window wording        CONTEXT_WINDOW_EXCEEDED
 other 400, 413                      INVALID_REQUEST
 5xx                                 SERVER
 any other non-2xx                   HTTP_<status>
@@ -21,8 +21,9 @@ a body that is not an event stream  MALFORMED_RESPONSE
 ``StreamGuard`` wraps one streaming request: it sends it, maps every failure
 above, enforces the idle timeout, turns an abort into ``ABORTED`` within a
 loop iteration, and always closes the response (so the connection goes back
-to the pool or is dropped, never leaked). Secrets are redacted from every
-message it builds.
+to the pool or is dropped, never leaked) — at once on an abort, even while
+the consumer holds a chunk. Every ``LlmError`` leaving it carries the
+provider's request id. Secrets are redacted from every message it builds.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from httpx_sse import SSEError
 
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._errors import LlmError, http_status_code
 
 from ._base import AbortSignal, attribution_headers
 
@@ -58,6 +60,7 @@ __all__ = [
     "is_context_window_exceeded",
     "is_quota_exceeded",
     "merge_headers",
+    "public_url",
     "redact",
     "request_id",
     "resolve_api_key",
@@ -102,6 +105,17 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+def public_url(url: str) -> str:
+    """``url`` as it may appear in a repr or a message: without user info, query or fragment.
+
+    Those are where a credential hides in a URL (``https://user:key@host``, ``?api-key=…``).
+    """
+    try:
+        return str(httpx.URL(url).copy_with(username=None, password=None, query=None, fragment=None))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "<unparsable URL>"
 
 
 # --- headers ------------------------------------------------------------------
@@ -176,18 +190,17 @@ def is_context_window_exceeded(detail: str) -> bool:
 
 
 def http_error_code(status: int, detail: str = "") -> str:
-    """The code for a non-2xx ``status`` whose body says ``detail`` (see the module table)."""
+    """The code for a non-2xx ``status`` whose body says ``detail`` (see the module table).
+
+    The body's wording refines the status-only mapping (``http_status_code``):
+    quota wording wins at any status, context-window wording turns a 400 into
+    ``CONTEXT_WINDOW_EXCEEDED``.
+    """
     if status == 402 or is_quota_exceeded(detail):
         return "QUOTA"
-    if status in (401, 403):
-        return "AUTH"
-    if status == 429:
-        return "RATE_LIMIT"
-    if status in (400, 413):
-        return "CONTEXT_WINDOW_EXCEEDED" if is_context_window_exceeded(detail) else "INVALID_REQUEST"
-    if 500 <= status <= 599:
-        return "SERVER"
-    return f"HTTP_{status}"
+    if status == 400 and is_context_window_exceeded(detail):
+        return "CONTEXT_WINDOW_EXCEEDED"
+    return http_status_code(status)
 
 
 _TYPE_CODES: tuple[tuple[str, str], ...] = (
@@ -372,6 +385,7 @@ def _task_lookup() -> Callable[[asyncio.AbstractEventLoop], asyncio.Task[Any] | 
 
 _task_of = _task_lookup()
 _ERROR_BODY_LIMIT = 1 << 20
+_TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
 
 
 class _Activity(httpx.AsyncByteStream):
@@ -410,14 +424,19 @@ class StreamGuard:
     While the adapter awaits the network, ``guard.reader`` is the task doing
     so; an abort or an idle timeout cancels exactly that await and the guard
     turns the cancellation into ``LlmError`` ``ABORTED`` / ``TIMEOUT`` on exit.
-    Outside it (the consumer holds a chunk) nothing is cancelled: the abort is
-    noticed at ``resume()``. Every httpx failure leaving the block becomes an
-    ``LlmError``; the response is always closed. Task cancellation from
-    outside passes through unchanged (after closing the response).
+    Outside it (the consumer holds a chunk) nothing is cancelled: an abort
+    closes the response at once (the connection is released) and is raised at
+    ``resume()``; the consumer's time does not count as the provider's
+    silence. Every httpx failure leaving the block becomes an ``LlmError``,
+    and every ``LlmError`` leaving it carries the response's request id; the
+    response is always closed. Task cancellation from outside passes through
+    unchanged (after closing the response).
     """
 
     __slots__ = (
-        "_drain_timeout",
+        "_cancelled",
+        "_closing",
+        "_drain_until",
         "_handle",
         "_loop",
         "_remove_callback",
@@ -428,6 +447,7 @@ class StreamGuard:
         "label",
         "last_activity",
         "reader",
+        "request_id",
         "secrets",
         "signal",
     )
@@ -448,11 +468,15 @@ class StreamGuard:
         self.last_activity = 0.0
         self.cause: LlmError | None = None
         """The abort or idle timeout that is ending the stream (set on the loop thread)."""
+        self.request_id: str | None = None
+        """The provider's request id from the 2xx response's headers, once ``send`` returned."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.TimerHandle | None = None
-        self._remove_callback: Any = None
+        self._remove_callback: Callable[[], None] | None = None
         self._response: httpx.Response | None = None
-        self._drain_timeout: float | None = None
+        self._closing: asyncio.Task[None] | None = None
+        self._cancelled: asyncio.Task[Any] | None = None  # the task whose read the guard cancelled
+        self._drain_until: float | None = None  # the end of the drain after [DONE], on the monotonic clock
         self.current_task: Callable[[], asyncio.Task[Any] | None] = _no_task
 
     # -- lifecycle --
@@ -491,35 +515,41 @@ class StreamGuard:
         if exc is None:
             return None
         cause = self.cause
-        if isinstance(exc, asyncio.CancelledError):
-            if cause is None:
-                return None  # cancelled from outside: let it propagate
-            task = _task_of(self._loop) if self._loop is not None else None
-            uncancel = getattr(task, "uncancel", None)
-            if uncancel is not None and uncancel() > 0:
-                return None  # also cancelled from outside: that wins
-            if self._drain_timeout is not None and cause.code == "TIMEOUT":
-                return True  # the content was complete; only the connection's reuse is lost
-            raise cause from None
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        if self._cancelled is not None:
+            # Take back the cancellation the guard requested; one left over came from outside, and wins.
+            uncancel = getattr(self._cancelled, "uncancel", None)  # Python 3.11+
+            if uncancel is not None and uncancel() > 0 and cancelled:
+                return None
+        elif cancelled:
+            return None  # cancelled from outside: let it propagate
         if (
-            self._drain_timeout is not None
+            self._drain_until is not None
             and (cause is None or cause.code == "TIMEOUT")
-            and isinstance(exc, (httpx.HTTPError, httpx.StreamError, OSError))
+            and (cancelled or isinstance(exc, _TRANSPORT_ERRORS))
         ):
-            return True  # the content was complete; only the connection's reuse is lost
-        if isinstance(exc, LlmError):
+            return True  # the content was complete ([DONE]); only the connection's reuse is lost
+        error = self._mapped(exc, cause)
+        if error is None:
+            return None  # not a failure of the request (a defect of the adapter): let it show as is
+        if error.request_id is None:
+            error.request_id = self.request_id
+        if error is exc:
             return None
-        if cause is not None and isinstance(exc, (httpx.HTTPError, httpx.StreamError, OSError)):
-            # The abort/timeout closed the transport under a pending read.
-            raise cause from exc
-        if _is_sse_error(exc):  # before httpx errors: SSEError is an httpx.TransportError
-            raise LlmError(
+        raise error from (None if cancelled else exc)
+
+    def _mapped(self, exc: BaseException, cause: LlmError | None) -> LlmError | None:
+        """The ``LlmError`` that ``exc`` leaving the block stands for (None: not ours to map)."""
+        if isinstance(exc, LlmError):
+            return exc
+        if cause is not None and isinstance(exc, (asyncio.CancelledError, *_TRANSPORT_ERRORS)):
+            return cause  # the abort / timeout, whatever the cancelled read raised on its way out
+        if isinstance(exc, SSEError):  # before httpx errors: SSEError is an httpx.TransportError
+            return LlmError(
                 f"{self.label} did not answer with an event stream: {exc}", "MALFORMED_RESPONSE", cause=exc
-            ) from exc
-        if isinstance(exc, (httpx.HTTPError, httpx.StreamError)):
-            raise transport_error(exc, label=self.label, secrets=self.secrets) from exc
-        if isinstance(exc, OSError):
-            raise transport_error(exc, label=self.label, secrets=self.secrets) from exc
+            )
+        if isinstance(exc, _TRANSPORT_ERRORS):
+            return transport_error(exc, label=self.label, secrets=self.secrets)
         return None
 
     async def send(self, client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
@@ -528,34 +558,34 @@ class StreamGuard:
         self._response = response
         self.last_activity = _monotonic()
         if response.status_code >= 300:
-            body = bytearray()
-            async for part in response.aiter_bytes():
-                body += part
-                if len(body) >= _ERROR_BODY_LIMIT:
-                    break
+            body = await _error_body(response)
             await self.close()
             raise error_from_response(
-                response.status_code, response.headers, bytes(body), label=self.label, secrets=self.secrets
+                response.status_code, response.headers, body, label=self.label, secrets=self.secrets
             )
+        self.request_id = request_id(response.headers)
         response.stream = _Activity(response.stream, self)  # type: ignore[arg-type]
         return response
 
     async def close(self) -> None:
         """Close the response now (idempotent): the connection returns to the pool or is dropped."""
         response, self._response = self._response, None
+        closing, self._closing = self._closing, None
         if response is not None:
             await response.aclose()
+        if closing is not None:
+            await closing
 
     def drain(self, seconds: float = 0.25) -> None:
         """Mark the content complete (``[DONE]``): the rest of the body is read only to reuse the connection.
 
-        From now on a silence of ``seconds`` or a transport failure ends the
-        ``async with`` block quietly (the connection is then dropped instead of
-        pooled), so a server that keeps the body open cannot turn a complete
-        response into a failure. An abort still raises ``ABORTED``.
+        The rest gets ``seconds`` in all; then, or at a transport failure, the
+        ``async with`` block ends quietly (the connection is dropped instead of
+        pooled), so a server that keeps the body open, or trickles on, cannot
+        turn a complete response into a failure or hold it up. An abort still
+        raises ``ABORTED``.
         """
-        self._drain_timeout = seconds
-        self.last_activity = _monotonic()
+        self._drain_until = _monotonic() + seconds
         if self._handle is not None:
             self._handle.cancel()
         if self._loop is not None:
@@ -564,8 +594,13 @@ class StreamGuard:
     # -- between yields --
 
     def resume(self) -> None:
-        """Call after each yield: raise the pending ABORTED, then mark this task as reading again."""
+        """Call after each yield: raise the pending ABORTED, then mark this task as reading again.
+
+        The idle clock restarts here: the time the consumer held the chunk is
+        not the provider's silence.
+        """
         self.check()
+        self.last_activity = _monotonic()
         self.reader = self.current_task()
 
     def check(self) -> None:
@@ -578,10 +613,8 @@ class StreamGuard:
             signal = self.signal
             if signal is None or not signal.aborted:
                 return
-            self._abort_now(signal.reason)
-        raise self.cause  # type: ignore[misc]
-
-
+            self.cause = self._aborted(signal.reason)
+        raise self.cause
 
     # -- callbacks (event-loop thread) --
 
@@ -593,43 +626,72 @@ class StreamGuard:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._abort_now, reason)
 
-    def _abort_now(self, reason: Any) -> None:
-        if self.cause is not None:
-            return  # already ending (a timeout, or this abort seen by check()): cancel once only
+    def _aborted(self, reason: Any) -> LlmError:
         text = f"{self.label} request aborted by the caller"
         if reason is not None:
             text += f" ({reason})"
-        self.cause = LlmError(redact(text, self.secrets), "ABORTED")
-        if self.reader is not None:
-            self.reader.cancel()
+        return LlmError(redact(text, self.secrets), "ABORTED", request_id=self.request_id)
+
+    def _abort_now(self, reason: Any) -> None:
+        if self.cause is None:  # else already ending (a timeout, or this abort seen by check()): once only
+            self._end(self._aborted(reason))
+
+    def _end(self, cause: LlmError) -> None:
+        """End the stream with ``cause``: cancel the pending read, or release the connection now."""
+        self.cause = cause
+        reader = self.reader
+        if reader is not None:
+            self._cancelled = reader
+            reader.cancel()
+            return
+        response, self._response = self._response, None
+        if response is not None and self._loop is not None:
+            # The consumer holds a chunk; the abort is raised at its next step, the connection freed now.
+            self._closing = self._loop.create_task(response.aclose())
 
     def _tick(self) -> None:
         self._handle = None
-        timeout = self.idle_timeout if self._drain_timeout is None else self._drain_timeout
         loop = self._loop
-        if timeout is None or loop is None or self.cause is not None:
+        if loop is None or self.cause is not None:
             return
-        now = _monotonic()
-        if self.reader is None:
-            # The consumer holds a chunk: its time is not the provider's silence.
-            self.last_activity = now
-            self._handle = loop.call_later(timeout, self._tick)
+        if self._drain_until is not None:
+            left = self._drain_until - _monotonic()
+            if left > 0:
+                self._handle = loop.call_later(left, self._tick)
+            else:  # the drain is over: __aexit__ ends the block quietly
+                self._end(LlmError(f"{self.label} kept the body open after [DONE]", "TIMEOUT"))
             return
-        idle = now - self.last_activity
-        if idle < timeout:
-            self._handle = loop.call_later(timeout - idle, self._tick)
+        timeout = self.idle_timeout
+        if timeout is None:
             return
-        self.cause = LlmError(f"{self.label} sent no bytes for {timeout:g} s (idle timeout)", "TIMEOUT")
-        self.reader.cancel()
+        wait = timeout
+        if self.reader is not None:  # else the consumer holds a chunk; resume() restarts the clock
+            idle = _monotonic() - self.last_activity
+            if idle >= timeout:
+                self._end(
+                    LlmError(
+                        f"{self.label} sent no bytes for {timeout:g} s (idle timeout)",
+                        "TIMEOUT",
+                        request_id=self.request_id,
+                    )
+                )
+                return
+            wait = timeout - idle
+        self._handle = loop.call_later(wait, self._tick)
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """Up to ``_ERROR_BODY_LIMIT`` bytes of an error answer's body; a cut body only shortens it."""
+    body = bytearray()
+    try:
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) >= _ERROR_BODY_LIMIT:
+                break
+    except (httpx.HTTPError, httpx.StreamError):
+        pass  # the status says what happened; the detail is whatever arrived
+    return bytes(body)
 
 
 def _no_task() -> None:
     return None
-
-
-def _is_sse_error(exc: BaseException) -> bool:
-    try:
-        from httpx_sse import SSEError
-    except ImportError:  # pragma: no cover - httpx-sse is a dependency
-        return False
-    return isinstance(exc, SSEError)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -70,7 +71,15 @@ from ._base import (
     ReasoningEffort,
     ReasoningInfo,
 )
-from ._http import StreamGuard, classify_error_detail, error_detail, merge_headers, redact, resolve_api_key
+from ._http import (
+    StreamGuard,
+    classify_error_detail,
+    error_detail,
+    merge_headers,
+    public_url,
+    redact,
+    resolve_api_key,
+)
 
 __all__ = ["DEEPSEEK_EFFORTS", "DEEPSEEK_MODELS", "OpenAICompatAdapter"]
 
@@ -98,6 +107,12 @@ _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-toke
 
 # Output states: which kind of block is open.
 _NONE, _TEXT, _REASONING, _TOOL = 0, 1, 2, 3
+_BLOCK_TYPES = {_TEXT: "text", _REASONING: "reasoning", _TOOL: "tool-call"}
+# Per text-like kind: the delta model and type, the block model.
+_TEXTUAL: dict[int, tuple[type[AnyChunk], str, type[TextBlock | ReasoningBlock]]] = {
+    _TEXT: (TextDelta, "text-delta", TextBlock),
+    _REASONING: (ReasoningDelta, "reasoning-delta", ReasoningBlock),
+}
 
 
 class _Secret:
@@ -149,6 +164,8 @@ class OpenAICompatAdapter(LlmAdapter):
         headers: Mapping[str, str] | None = None,
         api_key_env: str | None = "DEEPSEEK_API_KEY",
     ) -> None:
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ValueError("idle_timeout must be > 0 seconds, or None to wait forever")
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
         self.idle_timeout = idle_timeout
@@ -159,12 +176,12 @@ class OpenAICompatAdapter(LlmAdapter):
         self._given_client = http_client
         self._own_client: httpx.AsyncClient | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._label = f"chat completions API at {self.base_url}"
+        self._label = f"chat completions API at {public_url(self.base_url)}"
 
     def __repr__(self) -> str:
         key = "<set>" if self._api_key.value is not None else f"<from ${self._api_key_env}>"
         return (
-            f"OpenAICompatAdapter(base_url={self.base_url!r}, api_key={key}, "
+            f"OpenAICompatAdapter(base_url={public_url(self.base_url)!r}, api_key={key}, "
             f"idle_timeout={self.idle_timeout!r})"
         )
 
@@ -282,32 +299,25 @@ class OpenAICompatAdapter(LlmAdapter):
         out = tr.out
         done = False
         decode = _raw_decode
+        now = time.monotonic
         signal = options.signal
         async with guard:
             response = await guard.send(client, request)
             task_now = guard.current_task
             async for sse in EventSource(response).aiter_sse():
                 data = sse.data
-                if done:
-                    continue  # drain to the end of the body so the connection can be reused
+                if done or not data:
+                    continue  # after [DONE]: read to the end of the body so the connection can be reused
                 if data == _DONE:
                     done = True
                     guard.drain()
-                    continue
-                if not data:
                     continue
                 try:
                     obj, end = decode(data)
                     if end != len(data) and data[end:].strip():
                         raise ValueError("extra data after the JSON value")
-                except ValueError:
-                    try:
-                        obj = json.loads(data)  # the slow path explains, and allows leading whitespace
-                    except ValueError:
-                        raise LlmError(
-                            f"{self._label} sent a payload that is not JSON: {redact(data[:120], (key,))!r}",
-                            "MALFORMED_RESPONSE",
-                        ) from None
+                except (ValueError, RecursionError):
+                    obj = _parse_slowly(data, self._label, key)
                 fast = tr.fast(obj)
                 if fast is not None:
                     guard.reader = None  # the consumer holds the chunk: never cancel it there
@@ -315,21 +325,35 @@ class OpenAICompatAdapter(LlmAdapter):
                     # guard.resume(), inlined: this runs once per event
                     if guard.cause is not None or (signal is not None and signal.aborted):
                         guard.check()
+                    guard.last_activity = now()
                     guard.reader = task_now()
                     continue
-                tr.feed(obj)
-                if out:
-                    for chunk in out:
-                        guard.reader = None
-                        yield chunk
-                        guard.resume()
-                    out.clear()
+                failure = tr.feed(obj)
+                for chunk in out:  # the chunks before a failure in this payload are delivered first
+                    guard.reader = None
+                    yield chunk
+                    guard.resume()
+                out.clear()
+                if failure is not None:
+                    raise failure
             if not done:
                 raise LlmError(f"{self._label} ended the event stream without [DONE]", "STREAM_CLOSED")
             await guard.close()
         tr.finish()
         for chunk in out:
             yield chunk
+
+
+def _parse_slowly(data: str, label: str, key: str) -> Any:
+    """``json.loads(data)``, which allows leading whitespace, or ``MALFORMED_RESPONSE`` saying why not."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise LlmError(
+            f"{label} sent a payload that is not JSON ({why}): {redact(data[:120], (key,))!r}",
+            "MALFORMED_RESPONSE",
+        ) from None
 
 
 # --- request serialization ----------------------------------------------------
@@ -360,10 +384,9 @@ def _wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict
                 entry["tool_calls"] = calls
             wire.append(entry)
         else:
+            # Tool results go first: the wire wants each ``tool`` message right after the
+            # assistant message that made the call, before any further user text.
             results = [b for b in message.content if b.type == "tool-result"]
-            text = _text_of(message.content)
-            if text or not results:
-                wire.append({"role": "user", "content": text})
             for result in results:
                 wire.append(
                     {
@@ -372,6 +395,9 @@ def _wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict
                         "content": _text_of(result.content) or "(no output)",
                     }
                 )
+            text = _text_of(message.content)
+            if text or not results:
+                wire.append({"role": "user", "content": text})
     return wire
 
 
@@ -388,7 +414,7 @@ class _Call:
         self.id: str | None = None
         self.name: str | None = None
         self.parts: list[str] = []  # every argument fragment, in order
-        self.held = 0  # how many leading fragments are not yet emitted (waiting for the id)
+        self.held = 0  # how many of ``parts`` have been emitted (the rest wait for the id or the turn)
         self.block: int | None = None  # output block index once opened
         self.closed = False
         self.queued = False
@@ -451,10 +477,10 @@ class _Translator:
             if thought or self.open != _TEXT or type(text) is not str:
                 return None
             self.parts.append(text)
-            return _new_chunk(TextDelta, {"type": "text-delta", "index": self.open_index, "text": text})
+            return trusted(TextDelta, {"type": "text-delta", "index": self.open_index, "text": text})
         if thought and self.open == _REASONING and type(thought) is str:
             self.parts.append(thought)
-            return _new_chunk(
+            return trusted(
                 ReasoningDelta, {"type": "reasoning-delta", "index": self.open_index, "text": thought}
             )
         return None
@@ -474,19 +500,23 @@ class _Translator:
             return None
         live.parts.append(fragment)
         live.held += 1
-        return _new_chunk(
+        return trusted(
             ToolCallDelta,
             {"type": "tool-call-delta", "index": live.block, "id": live.id, "name": None,
              "arguments_delta": fragment},
         )
 
-    def feed(self, obj: Any) -> None:
+    def feed(self, obj: Any) -> LlmError | None:
+        """Translate one payload into ``out``; return the failure it reveals (the chunks before it stay)."""
         try:
             self._feed(obj)
-        except LlmError:
-            raise
+        except LlmError as exc:
+            return exc
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            raise _malformed(self.label, f"{type(exc).__name__}: {exc}") from exc
+            error = _malformed(self.label, f"{type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            return error
+        return None
 
     def _feed(self, obj: Any) -> None:
         if type(obj) is not dict:
@@ -494,30 +524,29 @@ class _Translator:
         error = obj.get("error")
         if error:
             self._raise_error(error)
-        choices = obj.get("choices")
-        if choices:
-            for choice in choices:
-                delta = choice.get("delta")
-                if delta:
-                    reasoning = delta.get("reasoning_content")
-                    if reasoning is None:
-                        reasoning = delta.get("reasoning")
-                    if reasoning:
-                        self._piece(_REASONING, _expect_str(reasoning, "delta.reasoning_content"))
-                    content = delta.get("content")
-                    if content:
-                        self._piece(_TEXT, _expect_str(content, "delta.content"))
-                    tool_calls = delta.get("tool_calls")
-                    if tool_calls:
-                        for position, call in enumerate(tool_calls):
-                            self._tool(position, call)
-                reason = choice.get("finish_reason")
-                if reason:
-                    self.pending_finish = _finish_reason(_expect_str(reason, "finish_reason"))
-                    self._flush()
+        for choice in obj.get("choices") or ():
+            self._choice(choice)
         usage = obj.get("usage")
         if usage:
             self.usage = _usage(usage)
+
+    def _choice(self, choice: Any) -> None:
+        delta = choice.get("delta")
+        if delta:
+            reasoning = delta.get("reasoning_content")
+            if reasoning is None:
+                reasoning = delta.get("reasoning")
+            if reasoning:
+                self._piece(_REASONING, _expect_str(reasoning, "delta.reasoning_content"))
+            content = delta.get("content")
+            if content:
+                self._piece(_TEXT, _expect_str(content, "delta.content"))
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                self._tool(position, call)
+        reason = choice.get("finish_reason")
+        if reason:
+            self.pending_finish = _finish_reason(_expect_str(reason, "finish_reason"))
+            self._flush()
 
     def _raise_error(self, error: Any) -> None:
         message, detail, err_obj = error_detail({"error": error})
@@ -528,35 +557,26 @@ class _Translator:
     # -- text and reasoning --
 
     def _piece(self, kind: int, text: str) -> None:
-        if self.open == kind and not self.queue:
-            self.parts.append(text)
-            if kind == _TEXT:
-                delta: AnyChunk = trusted(
-                    TextDelta, {"type": "text-delta", "index": self.open_index, "text": text}
-                )
-            else:
-                delta = trusted(
-                    ReasoningDelta, {"type": "reasoning-delta", "index": self.open_index, "text": text}
-                )
-            self.out.append(delta)
-            return
-        if self.queue or (self.live is not None and not self._live_complete()):
-            self.queue.append((kind, text))
-            return
-        self._close()
-        self._open_text(kind)
-        self._piece(kind, text)
+        if self.open != kind or self.queue:
+            if self.queue or (self.live is not None and not self._live_complete()):
+                self.queue.append((kind, text))
+                return
+            self._close()  # (closing a text block empties ``parts``)
+            self._open(kind)
+        self.parts.append(text)
+        delta_type, type_name, _ = _TEXTUAL[kind]
+        self.out.append(trusted(delta_type, {"type": type_name, "index": self.open_index, "text": text}))
 
-    def _open_text(self, kind: int) -> None:
+    def _open(self, kind: int) -> int:
+        """Open the next block, of ``kind``; return its index."""
         index = self.next_index
         self.next_index += 1
         self.open = kind
         self.open_index = index
-        self.parts = []
         self.out.append(
-            trusted(BlockStart, {"type": "block-start", "index": index,
-                                 "block_type": "text" if kind == _TEXT else "reasoning"})
+            trusted(BlockStart, {"type": "block-start", "index": index, "block_type": _BLOCK_TYPES[kind]})
         )
+        return index
 
     # -- tool calls --
 
@@ -608,16 +628,8 @@ class _Translator:
         self._open_tool(record)
 
     def _open_tool(self, record: _Call) -> None:
-        index = self.next_index
-        self.next_index += 1
-        record.block = index
-        record.held = 0
-        self.open = _TOOL
-        self.open_index = index
+        record.block = self._open(_TOOL)
         self.live = record
-        self.out.append(
-            trusted(BlockStart, {"type": "block-start", "index": index, "block_type": "tool-call"})
-        )
         self._emit_live(record)
 
     def _emit_live(self, record: _Call) -> None:
@@ -649,25 +661,25 @@ class _Translator:
             return False
         try:
             return isinstance(json.loads("".join(live.parts)), dict)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
 
     def _close_tool(self, record: _Call) -> None:
         if not record.name:
             raise _malformed(self.label, f"tool call {record.wire_index} has no function name")
         if record.id is None:
-            n = record.block
-            made_up = f"call-{n}"
+            # Closed only once the wire finished (an id-less call never completes early), so every
+            # wire id is known by now: the made-up one cannot collide with a later one.
+            made_up = f"call-{record.block}"
             while made_up in self.ids:
-                n = (n or 0) + 1000
-                made_up = f"call-{n}"
+                made_up += "_"
             record.id = made_up
             self.ids.add(made_up)
-        self._emit_live(record)
         if not "".join(record.parts).strip():
-            record.parts.append("{}")
-            self._delta(record, "{}")
-            record.held = len(record.parts)
+            record.parts.append("{}")  # a call without arguments: empty text is not JSON
+        self._emit_live(record)
+        if not record.name_sent:
+            self._delta(record, "")  # the name came on a fragment without arguments
         record.closed = True
         self.out.append(
             trusted(
@@ -692,12 +704,7 @@ class _Translator:
             self.open = _NONE
             self._close_tool(live)
             return
-        text = "".join(self.parts)
-        block = (
-            trusted(TextBlock, {"type": "text", "text": text})
-            if kind == _TEXT
-            else trusted(ReasoningBlock, {"type": "reasoning", "text": text})
-        )
+        block = trusted(_TEXTUAL[kind][2], {"type": _BLOCK_TYPES[kind], "text": "".join(self.parts)})
         self.out.append(trusted(BlockEnd, {"type": "block-end", "index": self.open_index, "block": block}))
         self.open = _NONE
         self.parts = []
@@ -715,7 +722,7 @@ class _Translator:
                 kind, text = item
                 if self.open != kind:
                     self._close()
-                    self._open_text(kind)
+                    self._open(kind)
                 self._piece(kind, text)
         self._close()
 
@@ -724,22 +731,17 @@ class _Translator:
         self._flush()
         if self.usage is not None:
             self.out.append(trusted(Usage, {"type": "usage", "usage": self.usage}))
-        reason = self.pending_finish
-        if reason is None or (reason.kind == "stop" and self.next_index == 0):
-            if self.next_index == 0:
-                reason = FinishReason(
-                    kind="error",
-                    failure=LlmFailure(
-                        message="the model completed without any content", code="EMPTY_RESPONSE"
-                    ),
-                )
-            else:
-                reason = _STOP
+        reason = self.pending_finish or _STOP
+        if reason.kind == "stop" and self.next_index == 0:
+            reason = _EMPTY  # no block at all: an empty response, not a success
         self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": None}))
 
 
 _STOP = FinishReason(kind="stop")
-_new_chunk = trusted
+_EMPTY = FinishReason(
+    kind="error",
+    failure=LlmFailure(message="the model completed without any content", code="EMPTY_RESPONSE"),
+)
 
 
 def _expect_str(value: Any, where: str) -> str:
@@ -762,12 +764,13 @@ def _count(usage: Mapping[str, Any], key: str) -> int | None:
     value = usage.get(key)
     if value is None:
         return None
-    if type(value) is not int:
-        raise TypeError(f"usage.{key} is not an integer")
+    if type(value) is not int or value < 0:
+        raise TypeError(f"usage.{key} is not a non-negative integer")
     return value
 
 
 def _usage(usage: Any) -> TokenUsage:
+    """Disjoint counts from wire usage: the cache hits that ``prompt_tokens`` includes are taken out."""
     if type(usage) is not dict:
         raise TypeError("usage is not an object")
     prompt = _count(usage, "prompt_tokens") or 0
@@ -778,8 +781,10 @@ def _usage(usage: Any) -> TokenUsage:
         cached = _count(usage, "prompt_cache_hit_tokens")
     out_details = usage.get("completion_tokens_details")
     reasoning = _count(out_details, "reasoning_tokens") if type(out_details) is dict else None
+    uncached = prompt - (cached or 0)
     return TokenUsage(
-        input_tokens=prompt - (cached or 0),
+        # A prompt count smaller than its cache hits cannot include them: it is the uncached input.
+        input_tokens=uncached if uncached >= 0 else prompt,
         output_tokens=completion,
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,

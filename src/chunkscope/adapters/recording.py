@@ -22,31 +22,30 @@ import json
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from typing import IO, Any, cast
 
 from pydantic import ValidationError
 
-from chunkscope.protocol._chunks import AnyChunk, LlmFailure, parse_chunk
+from chunkscope.protocol._chunks import AnyChunk, LlmFailure
 from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._jsonl import ChunkFileError
 
 from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter, ModelInfo
-from .scripted import Sleep, pause_or_abort
+from .scripted import Sleep, parse_or_keep, pause_or_abort
 
-__all__ = ["FORMAT_VERSION", "RecordingAdapter", "ReplayAdapter", "RecordingFileError"]
+__all__ = ["FORMAT_VERSION", "Recording", "RecordingAdapter", "RecordingFileError", "ReplayAdapter"]
 
 FORMAT_VERSION = 1
 """The recording format's version (the header's ``version``)."""
 
 
-class RecordingFileError(ValueError):
-    """A recording file that cannot be replayed; ``path`` and ``line`` (1-based) say where."""
+class RecordingFileError(ChunkFileError):
+    """A recording file that cannot be replayed; ``path`` and ``line`` (1-based) say where.
 
-    def __init__(self, message: str, path: str, line: int) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
+    A ``ChunkFileError`` (and so a ``ValueError``): one ``except`` serves chunk files and recordings.
+    """
 
 
 def _dump(obj: Any) -> str:
@@ -119,11 +118,12 @@ class RecordingAdapter(LlmAdapter):
                         body = chunk if isinstance(chunk, dict) else chunk.to_dict()
                         _write(handle, {"t": round(clock() - start, 6), "chunk": body})
                         yield chunk
-            except LlmError as exc:
-                _write(handle, {"t": round(clock() - start, 6), "error": exc.failure.to_dict()})
-                raise
-            except Exception as exc:
-                failure = LlmFailure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
+            except Exception as exc:  # task cancellation is not a failure of the stream: no error line
+                failure = (
+                    exc.failure
+                    if isinstance(exc, LlmError)
+                    else LlmFailure(message=f"{type(exc).__name__}: {exc}", code="UNKNOWN")
+                )
                 _write(handle, {"t": round(clock() - start, 6), "error": failure.to_dict()})
                 raise
 
@@ -197,7 +197,9 @@ class Recording:
                 if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
                     raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
                 if "chunk" in obj:
-                    entries.append((float(t), _chunk_or_raw(obj["chunk"])))
+                    if not isinstance(obj["chunk"], dict):
+                        raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
+                    entries.append((float(t), parse_or_keep(obj["chunk"])))
                 elif "error" in obj:
                     try:
                         error = LlmFailure.model_validate(obj["error"])
@@ -213,15 +215,6 @@ class Recording:
         if header is None:
             raise RecordingFileError(f"{name}: empty recording (no header line)", name, 0)
         return cls(header, entries, error, error_t)
-
-
-def _chunk_or_raw(obj: Any) -> AnyChunk | dict[str, Any]:
-    try:
-        return parse_chunk(obj)
-    except ValidationError:
-        if isinstance(obj, dict):
-            return obj  # recorded as broken: replayed as broken, for the checker to report
-        raise
 
 
 class ReplayAdapter(LlmAdapter):
@@ -264,11 +257,10 @@ class ReplayAdapter(LlmAdapter):
         recording = Recording.read(self.path)
         signal = options.signal
         scale = None if self.speed is None or math.isinf(self.speed) else 1.0 / self.speed
+        schedule: list[tuple[float, AnyChunk | dict[str, Any] | None]] = list(recording.entries)
+        if recording.error is not None:
+            schedule.append((recording.error_t or 0.0, None))  # the error waits for its recorded time too
         previous = 0.0
-        schedule: Sequence[tuple[float, AnyChunk | dict[str, Any] | None]] = [
-            *recording.entries,
-            *([(recording.error_t or previous, None)] if recording.error is not None else []),
-        ]
         for t, chunk in schedule:
             if scale is not None and t > previous:
                 await pause_or_abort((t - previous) * scale, self._sleep, signal)

@@ -19,7 +19,7 @@ from chunkscope.protocol._errors import LlmError
 
 from ._base import OPTIONAL_OPTIONS, AbortSignal, GenerateOptions, LlmAdapter, ModelInfo
 
-__all__ = ["ScriptedAdapter", "Sleep"]
+__all__ = ["ScriptedAdapter", "Sleep", "parse_or_keep", "pause_or_abort"]
 
 Sleep = Callable[[float], Awaitable[Any]]
 """An ``asyncio.sleep``-like coroutine function (inject a fake one in tests)."""
@@ -55,7 +55,7 @@ class ScriptedAdapter(LlmAdapter):
         sleep: Sleep = asyncio.sleep,
         models: Sequence[ModelInfo] = (),
     ) -> None:
-        self.chunks: list[AnyChunk | dict[str, Any]] = [_parse_or_keep(c) for c in chunks]
+        self.chunks: list[AnyChunk | dict[str, Any]] = [parse_or_keep(c) for c in chunks]
         if isinstance(delay, (int, float)):
             if delay < 0:
                 raise ValueError("delay must be >= 0")
@@ -95,15 +95,17 @@ class ScriptedAdapter(LlmAdapter):
         if signal is not None:
             signal.throw_if_aborted()
         if self.error is not None:
-            raise self.error
+            # The same instance each call, without the tracebacks of earlier raises piling up on it.
+            raise self.error.with_traceback(None)
 
 
-def _parse_or_keep(obj: Any) -> AnyChunk | dict[str, Any]:
+def parse_or_keep(obj: Any) -> AnyChunk | dict[str, Any]:
+    """``parse_chunk(obj)``; a dict that is not a chunk is kept as is, for a checker to report."""
     try:
         return parse_chunk(obj)
     except ValidationError:
         if isinstance(obj, dict):
-            return obj  # a deliberately broken chunk: the consumer's checker reports it
+            return obj  # a deliberately broken chunk (or one recorded broken): replayed unchanged
         raise
 
 
