@@ -73,3 +73,41 @@ def test_importing_the_protocol_layer_pulls_in_no_jupyter_or_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+FINISHED_LAYERS = (".protocol", ".provider", ".adapters.anthropic")
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, module in chunkscope._EXPORTS.items() if module.startswith(FINISHED_LAYERS)]
+)
+def test_public_name_resolves_to_the_module_the_face_names(name: str) -> None:
+    module = importlib.import_module(chunkscope._EXPORTS[name], "chunkscope")
+    assert getattr(chunkscope, name) is getattr(module, name)
+
+
+def test_the_face_lists_each_name_in_exports_all_and_type_checking_imports() -> None:
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(chunkscope.__file__).read_text(encoding="utf-8"))
+    checked = next(
+        node for node in tree.body if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test)
+    )
+    typed = {
+        (alias.asname or alias.name, "." * node.level + (node.module or ""))
+        for node in checked.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == set(chunkscope._EXPORTS.items())
+    assert set(chunkscope.__all__) == {"__version__", *chunkscope._EXPORTS}
+    assert len(chunkscope.__all__) == len(set(chunkscope.__all__))
+
+
+def test_stream_helpers_and_scenarios_are_public() -> None:
+    for name in ("ValidatedStream", "Timings", "PROFILES", "Scenario", "get_scenario", "SCENARIOS"):
+        assert name in chunkscope.__all__
+    assert chunkscope.get_scenario("text") is chunkscope.SCENARIOS["text"]
+    assert isinstance(chunkscope.SCENARIOS["text"], chunkscope.Scenario)
+    assert chunkscope.PROFILES == ("strict", "dsh")

@@ -26,8 +26,11 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["Message", "parse_message"], ".protocol._messages"),
     **dict.fromkeys(["LlmError", "ERROR_CODES", "ErrorCode", "error_chain"], ".protocol._errors"),
-    **dict.fromkeys(["check", "validated", "Violation", "RULES", "Rule", "Checker"], ".protocol._rules"),
-    **dict.fromkeys(["BlockAssembler", "collect", "StreamResult"], ".protocol._assembly"),
+    **dict.fromkeys(
+        ["check", "validated", "ValidatedStream", "Violation", "RULES", "Rule", "Checker", "PROFILES"],
+        ".protocol._rules",
+    ),
+    **dict.fromkeys(["BlockAssembler", "collect", "StreamResult", "Timings"], ".protocol._assembly"),
     **dict.fromkeys(["read_chunks", "write_chunks", "ChunkFileError"], ".protocol._jsonl"),
     # adapters
     **dict.fromkeys(
@@ -42,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     "ScriptedAdapter": ".adapters.scripted",
     **dict.fromkeys(["ReplayAdapter", "RecordingAdapter"], ".adapters.recording"),
     # provider
-    **dict.fromkeys(["LocalProvider", "SCENARIOS"], ".provider"),
+    **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
 }
@@ -80,13 +83,16 @@ __all__ = [
     "error_chain",
     "check",
     "validated",
+    "ValidatedStream",
     "Violation",
     "RULES",
     "Rule",
     "Checker",
+    "PROFILES",
     "BlockAssembler",
     "collect",
     "StreamResult",
+    "Timings",
     "read_chunks",
     "write_chunks",
     "ChunkFileError",
@@ -106,6 +112,8 @@ __all__ = [
     "RecordingAdapter",
     "LocalProvider",
     "SCENARIOS",
+    "Scenario",
+    "get_scenario",
     "Timeline",
     "show",
 ]
@@ -141,7 +149,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters.recording import RecordingAdapter, ReplayAdapter
     from .adapters.scripted import ScriptedAdapter
     from .notebook import Timeline, show
-    from .protocol._assembly import BlockAssembler, StreamResult, collect
+    from .protocol._assembly import BlockAssembler, StreamResult, Timings, collect
     from .protocol._chunks import (
         AnyChunk,
         BlockEnd,
@@ -170,5 +178,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
     from .protocol._jsonl import ChunkFileError, read_chunks, write_chunks
     from .protocol._messages import Message, parse_message
-    from .protocol._rules import RULES, Checker, Rule, Violation, check, validated
-    from .provider import SCENARIOS, LocalProvider
+    from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
+    from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario

@@ -1,13 +1,21 @@
 """Builders of Anthropic Messages stream events, shared by the Anthropic adapter tests.
 
 Each builder returns ``(event_name, data)`` as the wire sends it; ``sse_body``
-renders a list of them as an SSE response body.
+renders a list of them as an SSE response body. ``abort_once_live`` aborts a
+live stream and measures how fast it ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+from chunkscope.adapters._base import AbortController, AbortSignal
+from chunkscope.protocol._chunks import AnyChunk
+from chunkscope.protocol._errors import LlmError
 
 Event = tuple[str, dict[str, Any]]
 
@@ -128,3 +136,33 @@ def text_reply(*pieces: str, stop_reason: str = "end_turn", output_tokens: int =
 def sse_body(events: list[Event]) -> bytes:
     """Render events as an SSE body (``event:`` / ``data:`` pairs)."""
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+async def abort_once_live(
+    stream: Callable[[AbortSignal], AsyncIterator[AnyChunk]], *, live_after: int = 3
+) -> tuple[LlmError, float]:
+    """Consume ``stream(signal)`` in a task and abort once ``live_after`` chunks arrived.
+
+    Returns the ``LlmError`` the stream raised and the seconds from the abort to
+    that raise; fails the test when the stream ends without raising one.
+    """
+    controller = AbortController()
+    live = asyncio.Event()
+    count = 0
+
+    async def consume() -> None:
+        nonlocal count
+        async for _chunk in stream(controller.signal):
+            count += 1
+            if count == live_after:
+                live.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(live.wait(), 10)
+    started = time.perf_counter()
+    controller.abort("user pressed stop")
+    try:
+        await task
+    except LlmError as error:
+        return error, time.perf_counter() - started
+    raise AssertionError("the stream ended without raising after the abort")

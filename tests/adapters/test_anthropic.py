@@ -12,6 +12,7 @@ import httpx
 import pytest
 from _anthropic_events import (
     Event,
+    abort_once_live,
     block_stop,
     message_delta,
     message_start,
@@ -28,7 +29,7 @@ from _anthropic_events import (
 from chunkscope.adapters._base import AbortController, GenerateOptions, ModelInfo
 from chunkscope.adapters.anthropic import THINKING_EFFORTS, AnthropicAdapter
 from chunkscope.protocol._assembly import StreamResult, collect
-from chunkscope.protocol._chunks import AnyChunk, ReasoningBlock, TextBlock
+from chunkscope.protocol._chunks import ReasoningBlock, TextBlock
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._rules import check
 
@@ -362,23 +363,11 @@ def stalling(body: StallingBody) -> Handler:
 
 async def test_an_abort_ends_a_stalled_stream_with_aborted_within_100_ms_and_closes_it() -> None:
     body = StallingBody(sse_body(text_reply("a", "b")[:4]))
-    controller = AbortController()
     adapter = adapter_for(stalling(body), idle_timeout=None)
-    chunks: list[AnyChunk] = []
-
-    async def consume() -> None:
-        async for chunk in adapter.stream(opts(signal=controller.signal)):
-            chunks.append(chunk)
-
-    task = asyncio.create_task(consume())
-    while len(chunks) < 3:  # block-start and the two deltas arrived
-        await asyncio.sleep(0)
-    started = time.perf_counter()
-    controller.abort("user pressed stop")
-    with pytest.raises(LlmError) as info:
-        await task
-    assert time.perf_counter() - started < 0.1
-    assert info.value.code == "ABORTED"
+    # live: block-start and the two deltas arrived
+    error, seconds = await abort_once_live(lambda signal: adapter.stream(opts(signal=signal)))
+    assert seconds < 0.1
+    assert error.code == "ABORTED"
     assert body.closed
 
 

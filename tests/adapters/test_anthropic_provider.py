@@ -9,7 +9,6 @@ no connection open.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,11 +17,12 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from _anthropic_events import abort_once_live
 
-from chunkscope.adapters._base import AbortController, GenerateOptions
+from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
 from chunkscope.protocol._assembly import StreamResult, collect
-from chunkscope.protocol._chunks import AnyChunk, ReasoningBlock, TextBlock, ToolCallBlock
+from chunkscope.protocol._chunks import ReasoningBlock, TextBlock, ToolCallBlock
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._rules import check
 from chunkscope.provider import SCENARIOS, LocalProvider
@@ -225,24 +225,12 @@ async def test_an_abort_mid_stream_is_aborted_within_100_ms_and_releases_the_con
     provider: LocalProvider, model: str
 ) -> None:
     transport = CountingTransport()
-    controller = AbortController()
-    chunks: list[AnyChunk] = []
     async with httpx.AsyncClient(transport=transport) as client:
         adapter = AnthropicAdapter(provider.url, "test-key", http_client=client, idle_timeout=None)
-
-        async def consume() -> None:
-            async for chunk in adapter.stream(options(model, signal=controller.signal)):
-                chunks.append(chunk)
-
-        task = asyncio.create_task(consume())
-        while len(chunks) < 3:  # block-start and two deltas: the stream is live
-            await asyncio.sleep(0.005)
-        started = time.perf_counter()
-        controller.abort("stop button")
-        with pytest.raises(LlmError) as info:
-            await task
-        assert time.perf_counter() - started < 0.1
-        assert info.value.code == "ABORTED"
+        # live: block-start and two deltas arrived
+        error, seconds = await abort_once_live(lambda signal: adapter.stream(options(model, signal=signal)))
+        assert seconds < 0.1
+        assert error.code == "ABORTED"
         assert transport.open == 0
         assert transport.busy_connections() == 0
 

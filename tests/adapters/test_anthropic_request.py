@@ -196,6 +196,14 @@ def test_an_explicit_max_tokens_caps_the_thinking_budget() -> None:
     assert max_tokens == 2000
 
 
+def test_an_effort_without_a_thinking_budget_is_unsupported_reasoning_effort() -> None:
+    # A user-given ModelInfo may list efforts the wire has no budget for: an LlmError, not a KeyError.
+    with pytest.raises(LlmError) as caught:
+        thinking_config("max", None)
+    assert caught.value.code == "UNSUPPORTED_REASONING_EFFORT"
+    assert "'max'" in caught.value.message and "off, low, medium, high" in caught.value.message
+
+
 def test_effort_off_disables_thinking() -> None:
     body = build_body(options([{"role": "user", "content": "hi"}], reasoning_effort="off"))
     assert body["thinking"] == {"type": "disabled"}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from chunkscope.protocol import (
@@ -13,6 +16,7 @@ from chunkscope.protocol import (
     TextBlock,
     TextDelta,
     ToolCallDelta,
+    check,
     chunk_to_dict,
     describe_invalid,
     parse_chunk,
@@ -110,13 +114,21 @@ IRREGULAR: list[Any] = [
 
 @pytest.mark.parametrize("obj", IRREGULAR, ids=lambda d: d["type"])
 def test_irregular_dicts_parse_exactly_as_full_validation_says(obj: dict[str, Any]) -> None:
+    assert_parses_as_full_validation(obj)
+
+
+def assert_parses_as_full_validation(obj: dict[str, Any]) -> None:
+    """``parse_chunk`` (fast paths included) refuses what full validation refuses, builds what it builds."""
     try:
         expected: Any = _chunk_adapter.validate_python(obj)
     except ValidationError:
         with pytest.raises(ValidationError):
             parse_chunk(obj)
     else:
-        assert parse_chunk(obj) == expected
+        parsed = parse_chunk(obj)
+        assert type(parsed) is type(expected)
+        assert parsed == expected
+        assert parsed.to_dict() == expected.to_dict()
 
 
 def test_optional_keys_are_omitted_never_null() -> None:
@@ -161,3 +173,55 @@ def test_failure_status_and_retry_after_are_range_checked() -> None:
     ):
         with pytest.raises(ValidationError):
             parse_chunk({"type": "finish", "reason": {"kind": "error", "failure": failure}})
+
+
+# Copied on each draw: the mutations below must never reach the strategy's own values.
+_ODD_VALUES = st.sampled_from(
+    [0, -1, True, 1.0, "", "x", "text", "stop", None, [], {}, {"kind": "stop"}]
+).map(copy.deepcopy)
+
+
+@st.composite
+def _near_shapes(draw: st.DrawFn) -> dict[str, Any]:
+    """A regular shape with a few keys dropped, added or given a value of another type, at any depth."""
+    obj = copy.deepcopy(draw(st.sampled_from(SHAPES + SEED_CHUNKS)))
+    for _ in range(draw(st.integers(1, 3))):
+        node = obj
+        while draw(st.booleans()) and any(isinstance(v, dict) for v in node.values()):
+            node = draw(st.sampled_from([v for v in node.values() if isinstance(v, dict)]))
+        action = draw(st.sampled_from(["drop", "add", "retype"]))
+        keys = [k for k in node if k != "type" or node is not obj]
+        if action == "add" or not keys:
+            node[draw(st.sampled_from(["extra", "name", "replayState", "cacheReadTokens", "failure"]))] = (
+                draw(_ODD_VALUES)
+            )
+        elif action == "drop":
+            del node[draw(st.sampled_from(keys))]
+        else:
+            node[draw(st.sampled_from(keys))] = draw(_ODD_VALUES)
+    return obj
+
+
+@settings(max_examples=400, deadline=None)
+@given(_near_shapes())
+def test_fast_parsing_accepts_exactly_what_full_validation_accepts(obj: dict[str, Any]) -> None:
+    assert_parses_as_full_validation(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"type": []},
+        {"type": {"kind": "text-delta"}},
+        {"type": "block-start", "index": 0, "blockType": []},
+        {"type": "finish", "reason": {"kind": {}}},
+        {"type": "block-end", "index": 0, "block": {"type": ["text"], "text": "x"}},
+    ],
+)
+def test_unhashable_values_where_a_tag_belongs_are_schema_violations_not_crashes(obj: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        parse_chunk(obj)
+    [violation] = check(
+        [obj, {"type": "finish", "reason": {"kind": "error", "failure": {"message": "m", "code": "X"}}}]
+    )
+    assert (violation.rule, violation.position) == ("schema", 0)

@@ -127,6 +127,10 @@ def test_failure_drops_facts_outside_the_wire_ranges() -> None:
     error = LlmError("odd", "HTTP_999", status=999, retry_after_ms=0)
     assert error.retry_after_ms is None
     assert error.failure.status is None
+    for unusable in (float("inf"), float("nan"), -5):
+        limited = LlmError("odd", "RATE_LIMIT", retry_after_ms=unusable)
+        assert limited.retry_after_ms is None
+        assert "providerRetryAfterMs" not in limited.failure.to_dict()
 
 
 def test_protocol_violation_carries_violations() -> None:

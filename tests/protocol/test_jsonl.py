@@ -75,3 +75,15 @@ def test_writing_a_dict_that_is_not_a_chunk_fails_before_writing_it(tmp_path: Pa
 
     with pytest.raises(ValidationError):
         write_chunks(tmp_path / "x.jsonl", [SEED_CHUNKS[0], {"type": "nope"}])
+
+
+def test_numbers_json_cannot_carry_are_refused_both_ways(tmp_path: Path) -> None:
+    path = tmp_path / "nan.jsonl"
+    finish = {"type": "finish", "reason": {"kind": "stop"}, "replayState": {"score": float("nan")}}
+    with pytest.raises(ValueError, match="chunk 1 holds a NaN"):
+        write_chunks(path, [SEED_CHUNKS[0], finish])
+    path.write_text(
+        '{"type": "finish", "reason": {"kind": "stop"}, "replayState": {"x": Infinity}}\n', "utf-8"
+    )
+    with pytest.raises(ChunkFileError, match="line 1: not valid JSON \\(Infinity is not a JSON value\\)"):
+        list(read_chunks(path))

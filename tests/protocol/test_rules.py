@@ -473,3 +473,31 @@ def test_violation_is_frozen() -> None:
     violation = Violation("schema", "error", 0, None, "x")
     with pytest.raises(AttributeError):
         violation.rule = "other"  # type: ignore[misc]
+
+
+def test_a_tool_call_id_is_remembered_even_when_its_delta_interleaves() -> None:
+    # Delta 2 is reported as no-interleave only, but its id still counts: call 2 reusing it is caught.
+    chunks = [
+        start(0, "tool-call"),
+        start(1),
+        tool(0, "{}", call_id="X"),
+        end_text(1, ""),
+        end_tool(0, "{}", call_id="X"),
+        start(2, "tool-call"),
+        tool(2, "{}", call_id="X", name="other"),
+        end_tool(2, "{}", call_id="X", name="other"),
+        usage(),
+        finish("tool-calls"),
+    ]
+    assert [(v.rule, v.position) for v in check(chunks)] == [
+        ("no-interleave", 1),
+        ("no-interleave", 2),
+        ("tool-call-id", 6),
+    ]
+
+
+def test_an_index_beyond_javascripts_safe_integers_is_refused_under_both_profiles() -> None:
+    chunks = [start(2**53), end_text(2**53, ""), usage(), finish()]
+    for profile in ("strict", "dsh"):
+        assert [(v.rule, v.position) for v in check(chunks, profile)] == [("index-order", 0)]
+    assert "2**53 - 1" in check(chunks, "dsh")[0].message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -125,3 +125,18 @@ async def test_an_exception_from_the_stream_propagates_unchanged_without_a_missi
 def test_bad_on_violation_is_refused() -> None:
     with pytest.raises(ValueError, match="on_violation"):
         validated(source([]), on_violation="ignore")
+
+
+async def test_raising_closes_a_sync_generator_source() -> None:
+    closed: list[bool] = []
+
+    def chunks() -> Iterator[Any]:
+        try:
+            yield from [*text_block(0, "a"), text(0, "late"), usage(), finish()]
+        finally:
+            closed.append(True)
+
+    held = chunks()  # still referenced: only an explicit close() can finish it
+    with pytest.raises(LlmError):
+        await drain(validated(held), [])
+    assert closed == [True]

@@ -114,24 +114,25 @@ async def test_sync_start_works_while_an_event_loop_runs_in_this_thread() -> Non
 def test_stop_is_fast_with_a_stalled_stream_open() -> None:
     p = LocalProvider().start()
     outcome: list[object] = []
-    started = threading.Event()
+    stalled = threading.Event()
 
     def read_stalled() -> None:
         try:
             with httpx.stream(
                 "POST", p.base_url + "/chat/completions", json=chat("fault-stall"), timeout=60
             ) as r:
-                started.set()
-                for _ in r.iter_lines():
-                    pass
+                events = 0
+                for line in r.iter_lines():
+                    events += line.startswith("data:")
+                    if events == 3:  # the role chunk and 2 text deltas: the 30 s stall comes next
+                        stalled.set()
             outcome.append("clean end")
         except httpx.HTTPError as exc:
             outcome.append(exc)
 
     reader = threading.Thread(target=read_stalled)
     reader.start()
-    assert started.wait(5)
-    time.sleep(0.1)  # the stream is now inside its 30 s stall
+    assert stalled.wait(5)
     begin = time.monotonic()
     p.stop()
     assert time.monotonic() - begin < 3.0
@@ -186,6 +187,19 @@ def test_chunkscope_serve_starts_and_answers() -> None:
         proc.terminate()
         proc.wait(10)
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["--port", "70000"], "port must be 0..65535"), (["--token-delay", "-1"], "token_delay must be >= 0")],
+)
+def test_chunkscope_serve_refuses_bad_arguments_with_a_message(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chunkscope.cli import main
+
+    assert main(["serve", *args]) == 2
+    assert said in capsys.readouterr().err
 
 
 def test_provider_loads_nothing_of_the_adapters_it_judges() -> None:

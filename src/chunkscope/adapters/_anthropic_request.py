@@ -73,13 +73,21 @@ def thinking_config(effort: str | None, max_tokens: int | None) -> tuple[dict[st
     Unset effort: no ``thinking`` key. ``off``: ``{"type": "disabled"}``.
     Otherwise ``{"type": "enabled", "budget_tokens": …}``; the budget must stay
     below ``max_tokens``, so an explicit ``max_tokens`` caps it and an unset one
-    becomes ``DEFAULT_MAX_TOKENS`` plus the budget.
+    becomes ``DEFAULT_MAX_TOKENS`` plus the budget. An effort with no budget in
+    ``THINKING_BUDGETS`` raises ``LlmError`` ``UNSUPPORTED_REASONING_EFFORT``.
     """
     if effort is None:
         return None, max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
     if effort == "off":
         return {"type": "disabled"}, max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
-    budget = THINKING_BUDGETS[effort]
+    budget = THINKING_BUDGETS.get(effort)
+    if budget is None:
+        # Reachable through a user-given ModelInfo that lists efforts of its own.
+        known = ", ".join(["off", *THINKING_BUDGETS])
+        raise LlmError(
+            f"reasoning effort {effort!r} has no Anthropic thinking budget; use one of {known}",
+            "UNSUPPORTED_REASONING_EFFORT",
+        )
     if max_tokens is None:
         return {"type": "enabled", "budget_tokens": budget}, DEFAULT_MAX_TOKENS + budget
     return {"type": "enabled", "budget_tokens": max(1, min(budget, max_tokens - 1))}, max_tokens

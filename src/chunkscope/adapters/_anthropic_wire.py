@@ -352,11 +352,15 @@ class AnthropicTranslator:
             self._emit_head(out)
         return out
 
-    def _block_delta(self, data: dict[str, Any]) -> list[AnyChunk]:
-        wire_index = self._wire_index(data, "content_block_delta")
+    def _started_block(self, data: dict[str, Any], event: str) -> tuple[int, _Block | None]:
+        """The wire index an event names and its block (None: a skipped block type); it must be started."""
+        wire_index = self._wire_index(data, event)
         if wire_index not in self._blocks:
-            raise _malformed(f"content_block_delta for index {wire_index}, never started", self.request_id)
-        block = self._blocks[wire_index]
+            raise _malformed(f"{event} for index {wire_index}, never started", self.request_id)
+        return wire_index, self._blocks[wire_index]
+
+    def _block_delta(self, data: dict[str, Any]) -> list[AnyChunk]:
+        wire_index, block = self._started_block(data, "content_block_delta")
         if block is None:
             return []  # a skipped block type
         if block.stopped:
@@ -389,10 +393,7 @@ class AnthropicTranslator:
         return [self._delta(block, piece)]
 
     def _block_stop(self, data: dict[str, Any]) -> list[AnyChunk]:
-        wire_index = self._wire_index(data, "content_block_stop")
-        if wire_index not in self._blocks:
-            raise _malformed(f"content_block_stop for index {wire_index}, never started", self.request_id)
-        block = self._blocks[wire_index]
+        wire_index, block = self._started_block(data, "content_block_stop")
         if block is None:
             return []
         if block.stopped:

@@ -42,6 +42,7 @@ from ._chunks import (
 from ._errors import LlmError
 from ._messages import Message
 from ._rules import Checker, Violation
+from ._sources import close_source, open_source
 
 __all__ = ["BlockAssembler", "StreamResult", "Timings", "collect"]
 
@@ -49,6 +50,13 @@ _STOP = FinishReason(kind="stop")
 
 
 _FAST_DELTA: dict[str, type[Any]] = {"text": TextDelta, "reasoning": ReasoningDelta}
+
+# What JavaScript's String.prototype.trim removes (the reference's test for "non-whitespace"):
+# Unicode Zs spaces, U+FEFF and line terminators, but not U+001C..U+001F nor U+0085 as str.strip does.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 class _Partial:
@@ -81,13 +89,15 @@ class BlockAssembler:
 
     def __init__(self) -> None:
         self._partials: dict[int, _Partial] = {}
-        self._last = _NO_PARTIAL  # the partial the previous chunk touched
+        # The open text or reasoning partial that the last delta of its own kind (or its
+        # block-start) touched: the next such delta for it is appended inline by push().
+        self._last = _NO_PARTIAL
         self._usage: TokenUsage | None = None
         self._finish: FinishReason | None = None
         self._replay_state: Any = None
         self._dispatch: dict[type[Any], Callable[[Any], None]] = {
             TextDelta: self._text,
-            ReasoningDelta: self._reasoning,
+            ReasoningDelta: self._text,
             ToolCallDelta: self._tool,
             BlockStart: self._start,
             BlockEnd: self._end,
@@ -98,7 +108,7 @@ class BlockAssembler:
     def push(self, chunk: ChunkLike) -> None:
         """Feed the next chunk. Raises ``pydantic.ValidationError`` only for a dict that is not a chunk."""
         partial = self._last
-        # The hot path, inlined: another delta for the block the previous chunk touched.
+        # The hot path, inlined: another delta for the block the last one went to.
         if type(chunk) is partial.fast and chunk.index == partial.index:  # type: ignore[union-attr]
             partial.text.append(chunk.text)  # type: ignore[union-attr]
             return
@@ -114,18 +124,13 @@ class BlockAssembler:
         partial = self._partials[index] = _Partial(index, kind)
         return partial
 
-    def _text(self, chunk: TextDelta) -> None:
-        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, "text")
+    def _text(self, chunk: TextDelta | ReasoningDelta) -> None:
+        # Text and reasoning deltas both append to the block's text, whatever its kind (as the reference).
+        kind = "text" if type(chunk) is TextDelta else "reasoning"
+        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, kind)
         if partial.block is None:
             partial.text.append(chunk.text)
-            if partial.kind == "text":
-                self._last = partial
-
-    def _reasoning(self, chunk: ReasoningDelta) -> None:
-        partial = self._partials.get(chunk.index) or self._ensure(chunk.index, "reasoning")
-        if partial.block is None:
-            partial.text.append(chunk.text)
-            if partial.kind == "reasoning":
+            if partial.kind == kind:
                 self._last = partial
 
     def _tool(self, chunk: ToolCallDelta) -> None:
@@ -191,6 +196,7 @@ class BlockAssembler:
         """What an interrupted stream can safely keep: text and reasoning blocks with non-whitespace text.
 
         Tool calls are left out: an interruption precedes their dispatch.
+        Whitespace is what JavaScript's ``trim()`` removes, as in the reference.
         """
         kept: list[AnyBlock] = []
         for index, partial in self._partials.items():
@@ -198,7 +204,7 @@ class BlockAssembler:
             if kind not in ("text", "reasoning"):
                 continue
             block = self._assemble(partial, index)
-            if block.text.strip():  # type: ignore[union-attr]
+            if block.text.strip(_JS_WHITESPACE):  # type: ignore[union-attr]
                 kept.append(block)
         return kept
 
@@ -424,34 +430,33 @@ async def collect(
     collector = _Collector(profile)
     add = collector.add
     times: list[float] = []
+    mark = times.append
     error: LlmError | None = None
     start = clock()
-    if isinstance(stream, AsyncIterable):
-        iterator: Any = stream.__aiter__()
-        is_async = True
-    else:
-        iterator = iter(stream)
-        is_async = False
+    iterator, is_async = open_source(stream)
     completed = False
     try:
-        while True:
-            try:
-                chunk = await iterator.__anext__() if is_async else next(iterator)
-            except (StopAsyncIteration, StopIteration):
-                completed = True
-                break
-            times.append(clock() - start)
-            add(chunk)
+        if is_async:
+            while True:
+                try:
+                    chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                mark(clock() - start)
+                add(chunk)
+        else:
+            for chunk in iterator:  # a plain loop: a sync source pays no await per chunk
+                mark(clock() - start)
+                add(chunk)
+        completed = True
     except LlmError as exc:
         error = exc
     except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
         error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
     finally:
         if not completed:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
-                    await aclose()
+            with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
+                await close_source(iterator)
     result = collector.result(profile, error)
     result.timings = Timings(
         first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start

@@ -34,6 +34,7 @@ UNKNOWN                        an adapter raised something that is not an LlmErr
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -132,7 +133,9 @@ class LlmError(Exception):
         self.message = message
         self.code = code
         self.status = status
-        self.retry_after_ms = retry_after_ms if retry_after_ms is None or retry_after_ms > 0 else None
+        # A delay that is not a positive, finite number of milliseconds is no usable advice.
+        usable = retry_after_ms is not None and 0 < retry_after_ms < math.inf
+        self.retry_after_ms = retry_after_ms if usable else None
         self.request_id = request_id
         self.violations: list[Violation] = list(violations) if violations else []
         if cause is not None:

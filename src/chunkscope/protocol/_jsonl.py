@@ -38,11 +38,13 @@ def read_chunks(path: str | os.PathLike[str]) -> Iterator[AnyChunk]:
             if not line.strip():
                 continue
             try:
-                obj: Any = json.loads(line)
+                obj: Any = json.loads(line, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 raise ChunkFileError(
                     f"{name}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})", name, number
                 ) from exc
+            except ValueError as exc:  # NaN / Infinity: Python reads them, JSON (and JSON.parse) does not
+                raise ChunkFileError(f"{name}, line {number}: not valid JSON ({exc})", name, number) from exc
             try:
                 chunk = parse_chunk(obj)
             except ValidationError as exc:
@@ -56,13 +58,29 @@ def write_chunks(path: str | os.PathLike[str], chunks: Iterable[ChunkLike]) -> i
     """Write ``chunks`` (models or seed-style dicts) to ``path``, one compact JSON object per line.
 
     Dicts are validated first (``pydantic.ValidationError`` for one that is not
-    a chunk). Non-ASCII text is written as is, in UTF-8. Returns the number of
-    chunks written.
+    a chunk); a NaN or infinite number, which JSON cannot carry, is a
+    ``ValueError``. Non-ASCII text is written as is, in UTF-8. Returns the
+    number of chunks written.
     """
     count = 0
     with open(os.fspath(path), "w", encoding="utf-8", newline="\n") as handle:
         for chunk in chunks:
-            handle.write(json.dumps(chunk_to_dict(chunk), ensure_ascii=False, separators=(",", ":")))
+            try:
+                line = json.dumps(
+                    chunk_to_dict(chunk), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                )
+            except ValueError as exc:
+                if isinstance(exc, ValidationError):
+                    raise
+                raise ValueError(
+                    f"chunk {count} holds a NaN or infinite number (in its replayState), which JSON cannot "
+                    "carry; replace it before writing"
+                ) from exc
+            handle.write(line)
             handle.write("\n")
             count += 1
     return count
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")

@@ -8,12 +8,14 @@ iterable, ``validated`` wraps an async stream.
 Profiles
 --------
 ``strict`` (the default) applies every rule of ``RULES``. ``dsh`` is exactly the
-TypeScript reference's own stream invariant (``invariant.ts``): non-negative
-indexes not reused while open (reuse after ``block-end`` is fine); a delta
-addresses an open block of its own kind; a ``block-end`` closes an open block of
-the same type (content not compared); ``usage`` at most once; exactly one
-``finish``, last; open blocks only at an ``error``/``aborted`` finish;
-well-formed chunks. Blocks may interleave. It reports under the same rule ids.
+TypeScript reference's own stream invariant (``invariant.ts``): indexes are
+non-negative safe integers (at most 2**53 - 1) not reused while open (reuse
+after ``block-end`` is fine); a delta addresses an open block of its own kind;
+a ``block-end`` closes an open block of the same type (content not compared);
+``usage`` at most once; exactly one ``finish``, last; open blocks only at an
+``error``/``aborted`` finish; well-formed chunks. Blocks may interleave. It
+reports under the same rule ids, and its first violation is at the chunk where
+the reference fails (``tests/protocol/test_reference_parity.py`` pins both).
 
 One fault, one rule
 -------------------
@@ -84,6 +86,7 @@ from ._chunks import (
     parse_chunk,
 )
 from ._errors import LlmError
+from ._sources import close_source, open_source
 
 __all__ = [
     "Rule",
@@ -131,7 +134,7 @@ RULES: dict[str, Rule] = _rules(
         "index-order",
         "error",
         "Block indexes are 0, 1, 2, … in order of block-start and never reused "
-        "(dsh: non-negative and not reused while open).",
+        "(dsh: non-negative safe integers, at most 2**53 - 1, not reused while open).",
         _BOTH,
     ),
     (
@@ -214,6 +217,8 @@ _EMPTY: tuple[Violation, ...] = ()
 _TEXT, _REASONING, _TOOL = "text", "reasoning", "tool-call"
 # Block kinds are compared by identity on the hot path: map parsed strings to these constants.
 _KINDS = {_TEXT: _TEXT, _REASONING: _REASONING, _TOOL: _TOOL}
+# JavaScript's Number.MAX_SAFE_INTEGER: the reference refuses a larger index, so logs stay portable.
+_MAX_INDEX = 2**53 - 1
 _CUT_ALLOWED = frozenset({"max-tokens", "error", "aborted"})
 _FAILING = frozenset({"error", "aborted"})
 _USAGE_FIELDS = (
@@ -455,8 +460,11 @@ class Checker:
             assert type(chunk) is ToolCallDelta
             if chunk.name:
                 block.name = chunk.name
-            if self._strict and not found:
-                found = self._check_delta_id(chunk, block)
+            if self._strict:
+                # Judged even behind a no-interleave, so that the id is known to later calls;
+                # reported only when it is this chunk's first fault.
+                id_found = self._check_delta_id(chunk, block)
+                found = found or id_found
             elif block.call_id is None:
                 block.call_id = chunk.id
         return found
@@ -520,13 +528,14 @@ class Checker:
                 ),
             )
         found: Sequence[Violation] = _EMPTY
-        if index < 0:
+        if not 0 <= index <= _MAX_INDEX:
             found = (
                 _violation(
                     "index-order",
                     pos,
                     chunk,
-                    f"block-start has index {index}; block indexes are non-negative integers",
+                    f"block-start has index {index}; block indexes are non-negative integers no larger "
+                    "than 2**53 - 1 (the largest a JavaScript number holds exactly)",
                 ),
             )
         elif self._strict:
@@ -620,7 +629,7 @@ class Checker:
                     f"block-end for tool call {index} has an empty id; a tool call needs a non-empty id",
                 ),
             )
-        if block.call_id is not None and block.call_id and said.id != block.call_id:
+        if block.call_id and said.id != block.call_id:
             return (
                 _violation(
                     "tool-call-id",
@@ -883,13 +892,7 @@ class ValidatedStream(AsyncIterator[AnyChunk]):
 
     async def _run(self) -> AsyncGenerator[AnyChunk, None]:
         checker = self.checker
-        source = self._source
-        if isinstance(source, AsyncIterable):
-            iterator: Any = source.__aiter__()
-            is_async = True
-        else:
-            iterator = iter(source)
-            is_async = False
+        iterator, is_async = open_source(self._source)
         try:
             while True:
                 try:
@@ -907,9 +910,7 @@ class ValidatedStream(AsyncIterator[AnyChunk]):
                     yield model
             self._record(checker.close(), None)
         finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_source(iterator)
 
     def _record(self, found: Sequence[Violation], position: int | None) -> None:
         self.violations.extend(found)

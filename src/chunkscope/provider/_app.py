@@ -62,6 +62,7 @@ class ProviderState:
         self._ids = itertools.count(1)
 
     def next_id(self) -> int:
+        """A number no earlier response of this provider used (for response and message ids)."""
         return next(self._ids)
 
     async def pause(self, seconds: float) -> bool:
@@ -114,7 +115,12 @@ def _error(wire: Wire, status: int, message: str, type_: str, code: str | None =
     return JSONResponse(body, status_code=status)
 
 
-async def _read(request: Request, wire: Wire) -> tuple[dict[str, Any], Scenario] | Response:
+async def _accept(request: Request, wire: Wire) -> tuple[dict[str, Any], Scenario, Script] | Response:
+    """The request's body, scenario and script, or the answer that ends it early.
+
+    Early answers: 400 for a body that is not a JSON object with a ``model``,
+    404 for an unknown model, and the scenario's own status for an HTTP fault.
+    """
     try:
         body = json.loads(await request.body())
     except ValueError:
@@ -130,7 +136,10 @@ async def _read(request: Request, wire: Wire) -> tuple[dict[str, Any], Scenario]
         if wire == "openai":
             return _error(wire, 404, message, "invalid_request_error", "model_not_found")
         return _error(wire, 404, message, "not_found_error", "model_not_found")
-    return body, scenario
+    failed = _http_fault(scenario, wire)
+    if failed is not None:
+        return failed
+    return body, scenario, scenario.script(_last_user_text(body))
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
@@ -235,14 +244,10 @@ def build_app(state: ProviderState) -> Starlette:
         return max(state.token_delay, scenario.delay)
 
     async def chat_completions(request: Request) -> Response:
-        read = await _read(request, "openai")
+        read = await _accept(request, "openai")
         if isinstance(read, Response):
             return read
-        body, scenario = read
-        failed = _http_fault(scenario, "openai")
-        if failed is not None:
-            return failed
-        script = scenario.script(_last_user_text(body))
+        body, scenario, script = read
         model = body["model"]
         response_id = f"chatcmpl-chunkscope-{state.next_id():06d}"
         created = int(time.time())
@@ -257,14 +262,10 @@ def build_app(state: ProviderState) -> Starlette:
         return _whole_body(script, "openai", whole, state)
 
     async def messages(request: Request) -> Response:
-        read = await _read(request, "anthropic")
+        read = await _accept(request, "anthropic")
         if isinstance(read, Response):
             return read
-        body, scenario = read
-        failed = _http_fault(scenario, "anthropic")
-        if failed is not None:
-            return failed
-        script = scenario.script(_last_user_text(body))
+        body, scenario, script = read
         model = body["model"]
         message_id = f"msg_chunkscope_{state.next_id():06d}"
         if body.get("stream") is True:

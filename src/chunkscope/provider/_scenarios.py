@@ -117,7 +117,7 @@ class WireUsage:
 
 @dataclass(frozen=True)
 class Script:
-    """What to send for one request: the steps, the usage, the pause between events."""
+    """What to send for one request: the steps and the usage the wire reports."""
 
     steps: Sequence[Step]
     usage: WireUsage

@@ -1,0 +1,158 @@
+"""Layering (DESIGN.md): each layer imports only from layers above it, and only its own libraries.
+
+Every module under ``src/chunkscope`` is read with ``ast`` (nothing is
+imported), every ``import``/``from … import`` in it — top level, inside
+functions and under ``TYPE_CHECKING`` alike — and every
+``importlib.import_module("literal")`` is resolved to an absolute name and
+judged against the table below. ``chunkscope/__init__.py`` (the lazy public
+face) is the one module that may name every layer.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "chunkscope"
+
+# layer -> the chunkscope layers it may import (itself included)
+MAY_IMPORT: dict[str, set[str]] = {
+    "protocol": {"protocol"},
+    "adapters": {"protocol", "adapters"},
+    "runtime": {"protocol", "adapters", "runtime"},
+    # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
+    "provider": {"protocol", "provider"},
+    "usage": {"protocol", "usage"},
+    "testing": {"protocol", "testing"},
+    "notebook": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook"},
+    "cli": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook", "cli", "face"},
+}
+
+# layer -> the third-party top-level packages it may import (None: unrestricted)
+LIBRARIES: dict[str, set[str] | None] = {
+    "protocol": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup"},
+    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
+    "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
+    "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
+    "usage": {"pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb"},
+    "testing": {"pydantic", "hypothesis"},
+    "notebook": None,
+    "cli": None,
+}
+
+_TOP_LEVEL_LAYERS = {"cli.py": "cli", "_lab.py": "cli", "testing.py": "testing"}
+
+
+def layer_of_file(path: Path) -> str:
+    """The layer a source file belongs to; a file no rule places fails the test that lists it."""
+    relative = path.relative_to(PACKAGE)
+    if len(relative.parts) > 1:
+        return relative.parts[0]
+    return _TOP_LEVEL_LAYERS.get(relative.name, "unplaced")
+
+
+def layer_of_module(name: str) -> str | None:
+    """The chunkscope layer an absolute module name belongs to; None for anything outside chunkscope."""
+    parts = name.split(".")
+    if parts[0] != "chunkscope":
+        return None
+    if len(parts) == 1:
+        return "face"
+    if parts[1] in MAY_IMPORT:
+        return parts[1]
+    return _TOP_LEVEL_LAYERS.get(parts[1] + ".py", "unplaced")
+
+
+def package_of(path: Path) -> str:
+    """The package a file's relative imports start from."""
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1])
+
+
+def imports_of(source: str, package: str) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) for every import ``source`` makes, wherever it stands."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, target] if target else base)
+            yield node.lineno, target
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and not node.args[0].value.startswith(".")
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def problems(name: str, layer: str, source: str, package: str) -> list[str]:
+    """Every import in ``source`` (file ``name`` of ``layer``) that the layer table forbids."""
+    if layer not in MAY_IMPORT:
+        return [f"{name} belongs to no layer; place it in MAY_IMPORT or _TOP_LEVEL_LAYERS"]
+    libraries = LIBRARIES[layer]
+    found = []
+    for line, target in imports_of(source, package):
+        where = f"{name}:{line} (layer {layer})"
+        target_layer = layer_of_module(target)
+        if target_layer is not None:
+            if target_layer not in MAY_IMPORT[layer]:
+                found.append(f"{where} imports {target} (layer {target_layer})")
+            continue
+        top = target.split(".")[0]
+        if libraries is not None and top not in sys.stdlib_module_names and top not in libraries:
+            found.append(f"{where} imports {top} (a library layer {layer} may not use)")
+    return found
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_imports_only_from_layers_above_it(path: Path) -> None:
+    name = str(path.relative_to(SRC))
+    assert problems(name, layer_of_file(path), path.read_text(encoding="utf-8"), package_of(path)) == []
+
+
+def test_the_scan_finds_reach_ups_hidden_in_relative_nested_and_type_checking_imports() -> None:
+    source = (
+        "import importlib\n"
+        "from typing import TYPE_CHECKING\n"
+        "from . import _chunks\n"
+        "from ..adapters import _base\n"
+        "if TYPE_CHECKING:\n"
+        "    from chunkscope.notebook import Timeline\n"
+        "def later():\n"
+        "    import pandas\n"
+        "    importlib.import_module('chunkscope.provider')\n"
+    )
+    found = problems("chunkscope/protocol/_probe.py", "protocol", source, "chunkscope.protocol")
+    assert [problem.split(" imports ")[1] for problem in found] == [
+        "chunkscope.adapters (layer adapters)",
+        "chunkscope.notebook (layer notebook)",
+        "pandas (a library layer protocol may not use)",
+        "chunkscope.provider (layer provider)",
+    ]
+
+
+def test_the_provider_may_not_import_the_adapters_it_judges() -> None:
+    source = "from chunkscope.adapters._http import redact\n"
+    assert problems("p.py", "provider", source, "chunkscope.provider") == [
+        "p.py:1 (layer provider) imports chunkscope.adapters._http (layer adapters)"
+    ]
+
+
+def test_every_module_has_a_layer() -> None:
+    assert {path.name for path in SOURCES if layer_of_file(path) not in MAY_IMPORT} == set()
