@@ -8,6 +8,7 @@ Jupyter or pandas.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -131,6 +132,15 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(__all__)
 
+
+def _enable_reprs_under_ipython() -> None:
+    # In a kernel, `import chunkscope` alone should give LlmError, violation lists and
+    # StreamResult their inline HTML; registering costs ~10 ms and loads no widget library.
+    if "IPython" in sys.modules:
+        importlib.import_module(".notebook", __name__).enable()
+
+
+_enable_reprs_under_ipython()
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters._base import (
