@@ -17,6 +17,7 @@ from _anthropic_events import (
     message_delta,
     message_start,
     message_stop,
+    ping,
     signature_delta,
     sse_body,
     text_delta,
@@ -150,6 +151,50 @@ async def test_the_key_is_not_in_the_repr_nor_in_errors() -> None:
     assert result.error is not None
     assert KEY not in str(result.error) and KEY not in repr(result.error)
     assert KEY not in str(result.error.cause)
+
+
+SECRET_URLS = ["http://user:url-secret@host.test", "http://host.test/?key=url-secret"]
+
+
+@pytest.mark.parametrize("base_url", SECRET_URLS)
+async def test_credentials_in_base_url_never_show_in_the_repr_or_errors(base_url: str) -> None:
+    adapter = AnthropicAdapter(base_url, KEY)
+    assert "url-secret" not in repr(adapter)
+    assert "host.test" in repr(adapter)
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    answers = [
+        error_response(500, "api_error", "boom"),
+        refuse,
+        lambda request: httpx.Response(200, json={"not": "a stream"}),
+        sse([*text_reply("a")[:3], ("error", {"type": "error", "error": {"type": "api_error"}})]),
+    ]
+    for answer in answers:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+        result = await run(AnthropicAdapter(base_url, KEY, http_client=client))
+        assert result.error is not None
+        texts = [str(result.error), repr(result.error), str(result.error.cause)]
+        assert not any("url-secret" in text for text in texts), texts
+    # the label names the server: the HTTP, transport and payload errors built from it say where
+    client = httpx.AsyncClient(transport=httpx.MockTransport(refuse))
+    result = await run(AnthropicAdapter(base_url, KEY, http_client=client))
+    assert "http://host.test" in str(result.error)
+
+
+def test_a_base_url_that_is_not_http_is_refused_without_showing_its_credentials() -> None:
+    with pytest.raises(ValueError) as info:
+        AnthropicAdapter("ftp://user:url-secret@host.test/?key=url-secret", KEY)
+    assert "url-secret" not in str(info.value)
+
+
+async def test_a_query_in_base_url_is_kept_after_the_messages_path() -> None:
+    recorder = Recorder(sse(text_reply("hi")))
+    client = httpx.AsyncClient(transport=httpx.MockTransport(recorder))
+    result = await run(AnthropicAdapter("https://api.example.test/proxy?key=q", KEY, http_client=client))
+    assert result.ok
+    assert str(recorder.requests[0].url) == "https://api.example.test/proxy/v1/messages?key=q"
 
 
 async def test_sends_thinking_for_an_effort_of_a_thinking_model() -> None:
@@ -399,6 +444,82 @@ async def test_silence_longer_than_the_idle_timeout_is_timeout_and_closes_the_bo
     assert body.closed
 
 
+class TailBody(httpx.AsyncByteStream):
+    """A body that sends ``head``, then ``tail`` (after ``message_stop``); records how far it was read."""
+
+    def __init__(self, head: bytes, tail: list[bytes]) -> None:
+        self.head = head
+        self.tail = tail
+        self.exhausted = False
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        for part in self.tail:
+            yield part
+        self.exhausted = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_the_body_after_message_stop_is_read_to_its_end_so_the_connection_is_reused() -> None:
+    # What follows message_stop (a ping, a malformed line) is read, not translated.
+    body = TailBody(sse_body(text_reply("hi")), [sse_body([ping()]), b"event: junk\ndata: {not json\n\n"])
+    result = await run(adapter_for(lambda request: httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=body
+    )))
+    assert result.ok, result.error
+    assert result.text == "hi"
+    assert body.exhausted  # read to its end: httpx returns a fully read connection to the pool
+    assert body.closed
+
+
+@pytest.mark.parametrize("idle_timeout", [None, 60.0])
+async def test_a_server_that_keeps_the_body_open_after_message_stop_still_completes_in_bounded_time(
+    idle_timeout: float | None,
+) -> None:
+    body = StallingBody(sse_body(text_reply("a", "b")))
+    started = time.perf_counter()
+    result = await run(adapter_for(stalling(body), idle_timeout=idle_timeout))
+    assert result.ok, result.error
+    assert result.text == "ab"
+    assert result.finish is not None and result.finish.kind == "stop"
+    assert time.perf_counter() - started < 2.0  # the drain is bounded (0.25 s), not the idle timeout
+    assert body.closed
+
+
+async def test_a_server_that_trickles_on_after_message_stop_still_completes_in_bounded_time() -> None:
+    class Trickle(httpx.AsyncByteStream):
+        closed = False
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield sse_body(text_reply("a"))
+            while True:  # the real time is the point: pings keep the connection busy forever
+                await asyncio.sleep(0.01)
+                yield sse_body([ping()])
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    body = Trickle()
+    started = time.perf_counter()
+    result = await run(adapter_for(lambda request: httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=body
+    )))
+    assert result.ok, result.error
+    assert time.perf_counter() - started < 2.0
+    assert body.closed
+
+
+async def test_a_given_client_s_read_timeout_does_not_apply_the_idle_timeout_governs() -> None:
+    recorder = Recorder(sse(text_reply("hi")))
+    client = httpx.AsyncClient(transport=httpx.MockTransport(recorder))  # httpx's default: 5 s reads
+    assert (await run(AnthropicAdapter("https://api.example.test", KEY, http_client=client))).ok
+    timeout = recorder.requests[0].extensions["timeout"]
+    assert timeout["read"] is None  # a thinking pause is judged by idle_timeout alone
+
+
 async def test_the_adapter_closes_the_client_it_owns_but_not_a_given_one() -> None:
     given = httpx.AsyncClient(transport=httpx.MockTransport(Recorder(sse(text_reply("hi")))))
     adapter = AnthropicAdapter("https://api.example.test", KEY, http_client=given)
@@ -407,7 +528,7 @@ async def test_the_adapter_closes_the_client_it_owns_but_not_a_given_one() -> No
     await given.aclose()
 
     own = AnthropicAdapter("https://api.example.test", KEY)
-    client = own._client()
+    client = own._clients.get()
     async with own:
         pass
     assert client.is_closed

@@ -4,7 +4,7 @@ Every reply scenario assembles to what ``SCENARIOS`` expects and checks clean;
 the official ``anthropic`` package streaming the same scenario agrees with
 what the adapter assembles; every fault scenario ends with the documented
 Anthropic-wire code, in bounded time, keeping its partial output and leaving
-no connection open.
+no connection open; a complete response leaves its connection pooled for reuse.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import anthropic
 import httpx
 import pytest
 from _anthropic_events import abort_once_live
+from fault_matrix import STALL_IDLE_TIMEOUT, TIME_BOUND, idle_timeout_for
 
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
@@ -30,7 +31,6 @@ from chunkscope.provider import SCENARIOS, LocalProvider
 PROMPT = "Hi there, provider"
 REPLIES = [name for name, s in SCENARIOS.items() if not s.fault]
 FAULTS = [name for name, s in SCENARIOS.items() if s.fault]
-IDLE_TIMEOUT = 0.3  # well under fault-stall's 30 s of silence
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,16 @@ class CountingTransport(httpx.AsyncBaseTransport):
         pool: Any = self.inner._pool
         return sum(1 for c in pool.connections if not c.is_idle() and not c.is_closed())
 
+    def idle_connections(self) -> int:
+        """Pooled connections kept open for the next request."""
+        pool: Any = self.inner._pool
+        return sum(1 for c in pool.connections if c.is_idle() and not c.is_closed())
+
+    def connections(self) -> int:
+        """Every connection the pool holds."""
+        pool: Any = self.inner._pool
+        return len(pool.connections)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
@@ -90,13 +100,18 @@ async def stream_scenario(
 ) -> tuple[StreamResult, CountingTransport, float]:
     transport = CountingTransport()
     async with httpx.AsyncClient(transport=transport) as client:
-        adapter = AnthropicAdapter(provider.url, "test-key", http_client=client, idle_timeout=IDLE_TIMEOUT)
+        # Short only for fault-stall: a loaded machine must not turn a slow event into a TIMEOUT.
+        idle_timeout = idle_timeout_for(model)
+        adapter = AnthropicAdapter(provider.url, "test-key", http_client=client, idle_timeout=idle_timeout)
         started = time.perf_counter()
         result = await collect(adapter.stream(options(model, **extra)))
         elapsed = time.perf_counter() - started
         # Checked while the client is still open: the adapter itself released the connection.
         assert transport.open == 0
         assert transport.busy_connections() == 0
+        if result.error is None or result.error.status is not None:
+            # a complete stream or an error answer: the body was read to its end, the connection kept
+            assert transport.idle_connections() == 1, f"{model} dropped a reusable connection"
     return result, transport, elapsed
 
 
@@ -190,7 +205,9 @@ async def test_every_fault_scenario_ends_with_its_anthropic_code_keeping_the_par
     assert scenario.expected_codes is not None
     result, transport, elapsed = await stream_scenario(provider, model)
     assert result.error_code == scenario.expected_codes["anthropic"]
-    assert elapsed < IDLE_TIMEOUT + 3.0  # bounded: a stall ends at the idle timeout, not at 30 s
+    assert elapsed < TIME_BOUND  # bounded: a stall ends at the idle timeout, not at 30 s
+    if result.error_code == "TIMEOUT":
+        assert elapsed >= STALL_IDLE_TIMEOUT, f"{model} timed out after {elapsed:.2f} s, too early"
     expected = scenario.expected
     assert result.text == expected.text  # the deltas sent before the fault were delivered
     assert result.violations == []
@@ -233,6 +250,28 @@ async def test_an_abort_mid_stream_is_aborted_within_100_ms_and_releases_the_con
         assert error.code == "ABORTED"
         assert transport.open == 0
         assert transport.busy_connections() == 0
+
+
+async def test_successive_streams_reuse_one_pooled_connection(provider: LocalProvider) -> None:
+    transport = CountingTransport()
+    async with httpx.AsyncClient(transport=transport) as client:
+        adapter = AnthropicAdapter(provider.url, "test-key", http_client=client)
+        for model in ("text", "reasoning", "tool-call"):
+            assert (await collect(adapter.stream(options(model)))).ok
+        assert transport.sent == 3
+        assert transport.connections() == 1
+        assert transport.idle_connections() == 1
+
+
+async def test_a_caller_s_client_read_timeout_does_not_cut_a_pause_the_idle_timeout_allows(
+    provider: LocalProvider,
+) -> None:
+    # slow-tokens pauses 50 ms between events: five times the client's own read timeout.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.01)) as client:
+        adapter = AnthropicAdapter(provider.url, "test-key", http_client=client, idle_timeout=20.0)
+        result = await collect(adapter.stream(options("slow-tokens")))
+    assert result.error is None, result.error
+    assert result.text == SCENARIOS["slow-tokens"].expected.text
 
 
 async def test_an_adapter_with_its_own_client_streams_and_closes_it(provider: LocalProvider) -> None:

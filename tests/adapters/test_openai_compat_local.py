@@ -13,6 +13,7 @@ import openai
 import pytest
 from fault_matrix import (
     FAULTS,
+    IDLE_TIMEOUT,
     REPLIES,
     cancel_after_first_chunk,
     open_connections,
@@ -47,7 +48,7 @@ def opts(model: str, **kwargs: Any) -> GenerateOptions:
 
 
 async def stream_scenario(provider: LocalProvider, name: str) -> StreamResult:
-    async with OpenAICompatAdapter(provider.base_url, API_KEY, idle_timeout=5.0) as adapter:
+    async with OpenAICompatAdapter(provider.base_url, API_KEY, idle_timeout=IDLE_TIMEOUT) as adapter:
         return await collect(adapter.stream(opts(name)))
 
 
@@ -275,7 +276,9 @@ async def test_an_abort_at_any_moment_ends_in_aborted_or_a_clean_finish_and_free
 ) -> None:
     with LocalProvider(token_delay=0.002) as slow:
         async with httpx.AsyncClient() as client:
-            adapter = OpenAICompatAdapter(slow.base_url, API_KEY, http_client=client, idle_timeout=5.0)
+            adapter = OpenAICompatAdapter(
+                slow.base_url, API_KEY, http_client=client, idle_timeout=IDLE_TIMEOUT
+            )
             controller = AbortController()
             threading.Timer(delay_ms / 1000, controller.abort).start()
             result = await collect(adapter.stream(opts("long-20", signal=controller.signal)))

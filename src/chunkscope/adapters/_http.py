@@ -51,6 +51,7 @@ from chunkscope.protocol._errors import LlmError, http_status_code
 from ._base import AbortSignal, attribution_headers
 
 __all__ = [
+    "ClientSlot",
     "ProviderErrorBody",
     "StreamGuard",
     "classify_error_detail",
@@ -116,6 +117,50 @@ def public_url(url: str) -> str:
         return str(httpx.URL(url).copy_with(username=None, password=None, query=None, fragment=None))
     except (httpx.InvalidURL, TypeError, ValueError):
         return "<unparsable URL>"
+
+
+# --- the client ---------------------------------------------------------------
+
+
+class ClientSlot:
+    """The ``httpx.AsyncClient`` an adapter streams with.
+
+    A caller's client is used as given and never closed. Otherwise the slot
+    makes one on first use (with ``timeout()``) and a new one whenever the
+    running event loop changes (another ``asyncio.run``, another notebook
+    helper), since a pool's connections belong to the loop that opened them;
+    ``aclose()`` closes the one it made.
+    """
+
+    __slots__ = ("_given", "_loop", "_own", "_timeout")
+
+    def __init__(self, given: httpx.AsyncClient | None, timeout: Callable[[], httpx.Timeout]) -> None:
+        self._given = given
+        self._timeout = timeout
+        self._own: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def current(self) -> httpx.AsyncClient | None:
+        """The caller's client, or the one made for the latest loop (None before any)."""
+        return self._given if self._given is not None else self._own
+
+    def get(self) -> httpx.AsyncClient:
+        """The client to send with on the running loop (call from inside it)."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        if self._own is None or self._loop is not loop or self._own.is_closed:
+            self._own = httpx.AsyncClient(timeout=self._timeout())
+            self._loop = loop
+        return self._own
+
+    async def aclose(self) -> None:
+        """Close the client the slot made (a caller's stays open). Idempotent."""
+        client, self._own = self._own, None
+        # A client made on another (perhaps closed) loop cannot be closed from this one: it is dropped.
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.aclose()
 
 
 # --- headers ------------------------------------------------------------------
@@ -577,7 +622,7 @@ class StreamGuard:
             await closing
 
     def drain(self, seconds: float = 0.25) -> None:
-        """Mark the content complete (``[DONE]``): the rest of the body is read only to reuse the connection.
+        """Mark the content complete (``[DONE]``, ``message_stop``): the rest is read only for reuse.
 
         The rest gets ``seconds`` in all; then, or at a transport failure, the
         ``async with`` block ends quietly (the connection is dropped instead of

@@ -20,7 +20,6 @@ Anthropic type, ``STREAM_CLOSED`` without ``message_stop``,
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
@@ -36,10 +35,12 @@ from ._anthropic_request import DEFAULT_MAX_TOKENS, THINKING_BUDGETS, THINKING_E
 from ._anthropic_wire import AnthropicTranslator, anthropic_error_code
 from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter, ModelInfo
 from ._http import (
+    ClientSlot,
     ProviderErrorBody,
     StreamGuard,
     error_detail,
     merge_headers,
+    public_url,
     redact,
     request_id,
     resolve_api_key,
@@ -47,7 +48,7 @@ from ._http import (
 
 __all__ = ["AnthropicAdapter", "THINKING_EFFORTS", "THINKING_BUDGETS", "DEFAULT_MAX_TOKENS"]
 
-_LABEL = "Anthropic API"
+_API = "Anthropic API"
 _ENV_KEY = "ANTHROPIC_API_KEY"
 
 # Model families with extended thinking, for when no ``models`` list is given.
@@ -93,25 +94,27 @@ class AnthropicAdapter(LlmAdapter):
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             example = "'https://api.anthropic.com'"
-            raise ValueError(f"base_url must be an http(s) URL such as {example}, not {base_url!r}")
+            shown = public_url(base_url) if isinstance(base_url, str) else repr(base_url)
+            raise ValueError(f"base_url must be an http(s) URL such as {example}, not {shown}")
         self.base_url = base_url.rstrip("/")
         self.idle_timeout = idle_timeout
         self.anthropic_version = anthropic_version
         self._api_key = api_key
-        self._given_client = http_client
-        self._own_client: httpx.AsyncClient | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = ClientSlot(http_client, _timeout)
+        # Errors name the server, never the credentials a URL may carry (user info, query).
+        self._label = f"{_API} at {public_url(self.base_url)}"
         self._models = tuple(models) if models is not None else None
         self._signatures: OrderedDict[str, str] = OrderedDict()
 
     @property
     def messages_url(self) -> str:
-        """The endpoint every request goes to: ``{base_url}/v1/messages``."""
-        return f"{self.base_url}/v1/messages"
+        """The endpoint every request goes to: ``{base_url}/v1/messages`` (a query in base_url is kept)."""
+        url = httpx.URL(self.base_url)
+        return str(url.copy_with(path=url.path.rstrip("/") + "/v1/messages"))
 
     def __repr__(self) -> str:
         key = "set" if self._api_key is not None else f"from ${_ENV_KEY}"
-        return f"AnthropicAdapter(base_url={self.base_url!r}, api_key=<{key}>)"
+        return f"AnthropicAdapter(base_url={public_url(self.base_url)!r}, api_key=<{key}>)"
 
     # --- models ---------------------------------------------------------------
 
@@ -129,16 +132,10 @@ class AnthropicAdapter(LlmAdapter):
 
     # --- streaming ------------------------------------------------------------
 
-    def _client(self) -> httpx.AsyncClient:
-        if self._given_client is not None:
-            return self._given_client
-        loop = asyncio.get_running_loop()
-        if self._own_client is None or self._own_loop is not loop or self._own_client.is_closed:
-            # A client's pool belongs to the loop it was used on; a new loop gets a new client.
-            # The idle timeout is enforced by StreamGuard, so reads themselves never time out.
-            self._own_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
-            self._own_loop = loop
-        return self._own_client
+    @property
+    def http_client(self) -> httpx.AsyncClient | None:
+        """The caller's client, or the one the adapter made for the running loop (None before any)."""
+        return self._clients.current
 
     def _signature_of(self, text: str) -> str | None:
         return self._signatures.get(text)
@@ -153,9 +150,10 @@ class AnthropicAdapter(LlmAdapter):
     async def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:
         """Stream one response; raise ``LlmError`` on failure after yielding the partial output."""
         options = self.prepare(options)
-        key = resolve_api_key(self._api_key, _ENV_KEY, label=_LABEL)
+        label = self._label
+        key = resolve_api_key(self._api_key, _ENV_KEY, label=label)
         body = build_body(options, signature_of=self._signature_of)
-        client = self._client()
+        client = self._clients.get()
         headers = merge_headers(
             client,
             {
@@ -165,12 +163,12 @@ class AnthropicAdapter(LlmAdapter):
                 "accept": "text/event-stream",
             },
         )
+        # Per request, so a caller's client (httpx's 5 s read timeout by default) cannot cut a
+        # thinking pause short: the guard's idle timeout governs.
         request = client.build_request(
-            "POST", self.messages_url, content=json.dumps(body).encode(), headers=headers
+            "POST", self.messages_url, content=json.dumps(body).encode(), headers=headers, timeout=_timeout()
         )
-        guard = StreamGuard(
-            signal=options.signal, idle_timeout=self.idle_timeout, label=_LABEL, secrets=[key]
-        )
+        guard = StreamGuard(signal=options.signal, idle_timeout=self.idle_timeout, label=label, secrets=[key])
         signal = options.signal
         tail: list[AnyChunk] = []
         async with guard:
@@ -183,7 +181,7 @@ class AnthropicAdapter(LlmAdapter):
             if content_type != "text/event-stream":
                 # Checked here: httpx-sse's own error is an httpx.TransportError, not a payload error.
                 raise LlmError(
-                    f"{_LABEL} answered HTTP {response.status_code} with "
+                    f"{label} answered HTTP {response.status_code} with "
                     f"{content_type or 'no content type'}, not an event stream",
                     "MALFORMED_RESPONSE",
                     status=response.status_code,
@@ -191,13 +189,18 @@ class AnthropicAdapter(LlmAdapter):
                 )
             translator = AnthropicTranslator(request_id=rid)
             async for event in EventSource(response).aiter_sse():
+                if translator.finished:
+                    continue  # after message_stop: read to the end of the body so the connection is reused
                 try:
                     chunks = translator.feed_text(event.event, event.data)
                 except LlmError as exc:
                     raise _redacted(exc, key) from exc.cause
                 if translator.finished:
                     tail = chunks  # usage and finish go out after the connection is released
-                    break
+                    # Bounded: a server that keeps the body open or trickles on costs the
+                    # connection's reuse, never the complete response.
+                    guard.drain()
+                    continue
                 for chunk in chunks:
                     guard.reader = None
                     yield chunk
@@ -213,9 +216,12 @@ class AnthropicAdapter(LlmAdapter):
 
     async def aclose(self) -> None:
         """Close the client the adapter created (a given ``http_client`` stays open). Idempotent."""
-        client, self._own_client = self._own_client, None
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
+
+
+def _timeout() -> httpx.Timeout:
+    # Reads never time out in httpx: StreamGuard enforces ``idle_timeout`` (None = wait forever).
+    return httpx.Timeout(30.0, read=None)
 
 
 def _redacted(error: LlmError, key: str) -> LlmError:

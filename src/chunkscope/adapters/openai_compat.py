@@ -33,7 +33,6 @@ without a name is ``MALFORMED_RESPONSE`` (a call nobody can execute).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import time
@@ -72,6 +71,7 @@ from ._base import (
     ReasoningInfo,
 )
 from ._http import (
+    ClientSlot,
     StreamGuard,
     classify_error_detail,
     error_detail,
@@ -173,9 +173,7 @@ class OpenAICompatAdapter(LlmAdapter):
         self._api_key_env = api_key_env
         self._extra_headers = dict(headers or {})
         self._models = tuple(DEEPSEEK_MODELS if models is None else models)
-        self._given_client = http_client
-        self._own_client: httpx.AsyncClient | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = ClientSlot(http_client, self._timeout)
         self._label = f"chat completions API at {public_url(self.base_url)}"
 
     def __repr__(self) -> str:
@@ -188,24 +186,11 @@ class OpenAICompatAdapter(LlmAdapter):
     @property
     def http_client(self) -> httpx.AsyncClient | None:
         """The caller's client, or the one the adapter made for the running loop (None before any)."""
-        return self._given_client if self._given_client is not None else self._own_client
-
-    def _client(self) -> httpx.AsyncClient:
-        if self._given_client is not None:
-            return self._given_client
-        loop = asyncio.get_running_loop()
-        if self._own_client is None or self._own_loop is not loop or self._own_client.is_closed:
-            # A pool's connections belong to the loop that opened them: a new loop
-            # (another asyncio.run, another notebook helper) gets a new client.
-            self._own_client = httpx.AsyncClient(timeout=self._timeout())
-            self._own_loop = loop
-        return self._own_client
+        return self._clients.current
 
     async def aclose(self) -> None:
         """Close the HTTP client the adapter made (a caller's client is left open). Idempotent."""
-        client, self._own_client = self._own_client, None
-        if client is not None and self._own_loop is asyncio.get_running_loop():
-            await client.aclose()
+        await self._clients.aclose()
 
     # -- models --
 
@@ -282,7 +267,7 @@ class OpenAICompatAdapter(LlmAdapter):
         """
         options = self.prepare(options)
         key = resolve_api_key(self._api_key.value, self._api_key_env, label=self._label)
-        client = self._client()
+        client = self._clients.get()
         headers = merge_headers(
             client,
             {"Accept": "text/event-stream", "Cache-Control": "no-store"},
