@@ -61,6 +61,7 @@ __all__ = [
     "is_context_window_exceeded",
     "is_quota_exceeded",
     "merge_headers",
+    "endpoint_url",
     "public_url",
     "redact",
     "request_id",
@@ -117,6 +118,12 @@ def public_url(url: str) -> str:
         return str(httpx.URL(url).copy_with(username=None, password=None, query=None, fragment=None))
     except (httpx.InvalidURL, TypeError, ValueError):
         return "<unparsable URL>"
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``path`` appended to ``base_url``'s path; a query in ``base_url`` (``?api-version=…``) is kept."""
+    url = httpx.URL(base_url)
+    return str(url.copy_with(path=url.path.rstrip("/") + path))
 
 
 # --- the client ---------------------------------------------------------------

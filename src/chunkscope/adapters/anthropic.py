@@ -38,6 +38,7 @@ from ._http import (
     ClientSlot,
     ProviderErrorBody,
     StreamGuard,
+    endpoint_url,
     error_detail,
     merge_headers,
     public_url,
@@ -109,8 +110,7 @@ class AnthropicAdapter(LlmAdapter):
     @property
     def messages_url(self) -> str:
         """The endpoint every request goes to: ``{base_url}/v1/messages`` (a query in base_url is kept)."""
-        url = httpx.URL(self.base_url)
-        return str(url.copy_with(path=url.path.rstrip("/") + "/v1/messages"))
+        return endpoint_url(self.base_url, "/v1/messages")
 
     def __repr__(self) -> str:
         key = "set" if self._api_key is not None else f"from ${_ENV_KEY}"

@@ -74,6 +74,7 @@ from ._http import (
     ClientSlot,
     StreamGuard,
     classify_error_detail,
+    endpoint_url,
     error_detail,
     merge_headers,
     public_url,
@@ -167,7 +168,7 @@ class OpenAICompatAdapter(LlmAdapter):
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError("idle_timeout must be > 0 seconds, or None to wait forever")
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
+        self.url = endpoint_url(self.base_url, "/chat/completions")
         self.idle_timeout = idle_timeout
         self._api_key = _Secret(api_key)
         self._api_key_env = api_key_env
