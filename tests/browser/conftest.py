@@ -6,7 +6,9 @@ the server's root folder (``lab.write_notebook``), opens it (``lab.open``), runs
 every cell through JupyterLab's own ``notebook:run-all-cells`` command
 (``lab.run_all``) and then asserts on the page's DOM.
 
-The server runs with throwaway config, data, runtime and settings folders: user
+The server runs with the command line and application settings of ``chunkscope
+lab`` (``chunkscope._lab``: loopback, offline, widget state saved into notebooks)
+and throwaway config, data, runtime and settings folders: user
 settings turn autosave off (the notebook on disk stays as the test wrote it) and
 notebook windowing off (every cell stays in the DOM). ``window.jupyterapp`` is
 exposed so the test can run JupyterLab commands and read the kernel's status.
@@ -23,7 +25,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ from typing import Any
 import httpx
 import nbformat
 import pytest
+
+from chunkscope._lab import _default_app_settings_dir, lab_command, write_lab_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -113,24 +116,23 @@ def _start_server(base: Path, log_dir: Path) -> LabServer:
         "JUPYTER_PLATFORM_DIRS": "1",
         "PYTHONUNBUFFERED": "1",
     }
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--ServerApp.shutdown_no_activity_timeout=1800",  # never outlives a crashed run for long
-        "--MappingKernelManager.cull_idle_timeout=0",
-    ]
+    # the command and application settings of `chunkscope lab` itself (widget state saved)
+    app_settings = write_lab_settings(base / "app-settings", base=_default_app_settings_dir())
+    command = lab_command(
+        root,
+        port=port,
+        open_browser=False,
+        settings_dir=app_settings,
+        extra=[
+            "--allow-root",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",
+            "--ServerApp.shutdown_no_activity_timeout=1800",  # never outlives a crashed run for long
+            "--MappingKernelManager.cull_idle_timeout=0",
+        ],
+    )
     log_path = log_dir / "jupyterlab-server.log"
     log = log_path.open("wb")
     process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -305,6 +307,38 @@ class Lab:
             raise AssertionError("a notebook cell raised:\n\n" + "\n\n".join(errors))
         if run["commandError"]:
             raise AssertionError(f"notebook:run-all-cells failed: {run['commandError']}")
+
+    def save(self) -> None:
+        """Save the open notebook with JupyterLab's ``docmanager:save``; wait until it is on disk."""
+        self.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        self.page.wait_for_function(
+            """() => {
+                const w = window.jupyterapp.shell.currentWidget;
+                return !!w && !!w.context && !w.context.model.dirty;
+            }""",
+            timeout=PAGE_TIMEOUT_MS,
+            polling=100,
+        )
+
+    def read_saved(self, name: str) -> dict[str, Any]:
+        """The notebook file ``name`` as the contents REST API serves it, asked by this browser.
+
+        Authenticated by the page's own session cookie, with its ``_xsrf`` cookie
+        echoed as ``X-XSRFToken`` (how JupyterLab's frontend calls the API).
+        """
+        cookies = {c["name"]: c["value"] for c in self.page.context.cookies(self.server.url)}
+        headers = {"X-XSRFToken": cookies["_xsrf"]} if "_xsrf" in cookies else {}
+        response = self.page.context.request.get(
+            f"{self.server.url}/api/contents/{name}", params={"content": "1"}, headers=headers
+        )
+        assert response.ok, f"GET /api/contents/{name}: {response.status} {response.text()}"
+        content: dict[str, Any] = response.json()["content"]
+        return content
+
+    def stop_kernels(self) -> None:
+        """Shut down every kernel session of the server (reopened notebooks start fresh kernels)."""
+        for session in self.server.api("GET", "/api/sessions").json():
+            self.server.api("DELETE", f"/api/sessions/{session['id']}")
 
     def screenshot(self, name: str, target: Any = None) -> Path:
         """Save a screenshot of the page, or of ``target`` (a selector or a locator), as an artifact."""

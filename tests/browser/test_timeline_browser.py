@@ -441,3 +441,46 @@ def test_protocol_tutorial_notebook_runs_in_jupyterlab(lab: Lab) -> None:
     assert live.first.get_attribute("data-chunks") == "9"  # the seed's example stream
     assert live.last.locator(".cs-error").get_attribute("data-code") == "TRANSPORT"
     lab.screenshot("tutorial-notebook.png")
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_a_saved_notebook_shows_its_finished_timeline_when_reopened(lab: Lab) -> None:
+    """`chunkscope lab` saves widget state, so a saved run's timeline survives a reopen."""
+    lab.write_notebook("saved.ipynb", [PRELUDE, ALL_KINDS_CHUNKS])
+    lab.open("saved.ipynb")
+    lab.run_all()
+    _wait_state(lab, 1, "done")
+    lab.save()
+
+    saved = lab.read_saved("saved.ipynb")
+    state = saved["metadata"].get("widgets", {}).get(WIDGET_STATE)
+    assert state is not None, f"no widget state in the saved notebook: {sorted(saved['metadata'])}"
+    views = [
+        output["data"][WIDGET_VIEW]["model_id"]
+        for output in saved["cells"][1]["outputs"]
+        if WIDGET_VIEW in output.get("data", {})
+    ]
+    assert len(views) == 1, saved["cells"][1]["outputs"]
+    assert views[0] in state["state"], "the timeline's model is not among the saved widget models"
+
+    # reopen from disk in a fresh page and workspace, without running anything: the old
+    # kernel is gone, so only the saved state can bring the widget back
+    lab.stop_kernels()
+    lab.page.goto("about:blank")
+    lab.open("saved.ipynb")
+    timeline = _wait_state(lab, 1, "done")
+    segments = _segments(timeline)
+    assert [(s["kind"], s["index"], s["deltas"]) for s in segments] == [
+        ("reasoning", 0, 3),
+        ("text", 1, 2),
+        ("tool-call", 2, 2),
+        ("text", 3, 1),
+    ]
+    assert timeline.locator(".cs-finish").get_attribute("data-kind") == "tool-calls"
+    outputs = lab.page.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea").inner_text()
+    assert "model not found" not in outputs, outputs
+    assert lab.page.get_by_text("model not found").count() == 0
+    lab.screenshot("timeline-reopened.png", timeline)
