@@ -6,8 +6,8 @@ One DeepSeek-style stream (reasoning, then text, then two tool calls whose
 arguments arrive in many fragments; finish, usage, ``[DONE]``) is parsed by:
 
 a. the floor: split the bytes into events by hand and ``json.loads`` each payload
-   (and, for reference, the same with ``JSONDecoder.raw_decode``, the adapter's entry
-   into the same C parser);
+   (and, for reference, the same with ``JSONDecoder.raw_decode``: the same C parser
+   without json.loads's Python layers, which the adapter skips too);
 b. the official ``openai`` package (``AsyncOpenAI`` over an ``httpx.MockTransport``);
    plus two reference rows: httpx-sse's framing alone, and framing + ``json.loads``
    (what any httpx-sse based parser pays before doing anything);
@@ -134,7 +134,7 @@ _raw_decode = json.JSONDecoder().raw_decode
 
 
 def floor_raw_decode(raw: bytes) -> int:
-    """The floor with the adapter's JSON entry point (``raw_decode``: json.loads minus two Python frames)."""
+    """The floor with ``raw_decode`` (json.loads minus two Python frames; the adapter skips them too)."""
     return floor(raw, _raw_decode)
 
 

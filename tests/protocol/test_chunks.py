@@ -21,7 +21,7 @@ from chunkscope.protocol import (
     describe_invalid,
     parse_chunk,
 )
-from chunkscope.protocol._chunks import _chunk_adapter
+from chunkscope.protocol._chunks import _chunk_adapter, trusted
 
 from ._streams import SEED_CHUNKS
 
@@ -225,3 +225,27 @@ def test_unhashable_values_where_a_tag_belongs_are_schema_violations_not_crashes
         [obj, {"type": "finish", "reason": {"kind": "error", "failure": {"message": "m", "code": "X"}}}]
     )
     assert (violation.rule, violation.position) == ("schema", 0)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"type": "text-delta", "index": 0, "text": "サンプル"},
+        {"type": "reasoning-delta", "index": 2, "text": ""},
+        {"type": "tool-call-delta", "index": 1, "id": "call-1", "name": "bash", "argumentsDelta": "{"},
+        {"type": "tool-call-delta", "index": 1, "id": "call-1", "argumentsDelta": "}"},
+        {"type": "block-start", "index": 3, "blockType": "tool-call"},
+    ],
+)
+def test_the_hot_path_constructor_builds_the_same_model_validation_builds(obj: dict[str, Any]) -> None:
+    # trusted() bypasses validation for speed; what it builds must be indistinguishable.
+    validated = CHUNK_TYPES[obj["type"]].model_validate(obj)
+    fields = {name: getattr(validated, name) for name in type(validated).model_fields}
+    fast = trusted(type(validated), fields)
+    assert fast == validated
+    assert repr(fast) == repr(validated)
+    assert fast.to_dict() == obj == chunk_to_dict(fast)
+    assert fast.model_dump() == validated.model_dump()
+    assert hash(fast) == hash(validated)
+    with pytest.raises(ValidationError):
+        fast.index = 5  # type: ignore[misc]  # frozen like any other chunk

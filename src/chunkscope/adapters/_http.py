@@ -441,7 +441,14 @@ _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
 
 
 class _Activity(httpx.AsyncByteStream):
-    """Passes a response body through, stamping the time of every network read."""
+    """Passes a response body through, marking each network read as the guard's to bound.
+
+    While a read is pending, ``guard.reader`` is the task awaiting it (what an
+    abort or the idle timeout cancels) and the idle clock runs from the read's
+    start, so neither the consumer's time nor the adapter's own work counts
+    as the provider's silence. Done per read rather than per event, this
+    costs a streaming adapter nothing per chunk.
+    """
 
     def __init__(self, inner: httpx.AsyncByteStream, guard: StreamGuard) -> None:
         self._inner = inner
@@ -449,8 +456,16 @@ class _Activity(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         guard = self._guard
-        async for chunk in self._inner:
+        reads = self._inner.__aiter__()
+        while True:
+            guard.reader = guard.current_task()
             guard.last_activity = _monotonic()
+            try:
+                chunk = await reads.__anext__()
+            except StopAsyncIteration:
+                # The reader stays set: httpx closes the response next, an await the guard may cancel.
+                return
+            guard.reader = None  # the bytes are ours: until the next read, nothing is cancelled
             yield chunk
 
     async def aclose(self) -> None:
@@ -479,7 +494,10 @@ class StreamGuard:
     Outside it (the consumer holds a chunk) nothing is cancelled: an abort
     closes the response at once (the connection is released) and is raised at
     ``resume()``; the consumer's time does not count as the provider's
-    silence. Every httpx failure leaving the block becomes an ``LlmError``,
+    silence. The response ``send`` returns marks each network read by itself
+    (``reader`` set while it is pending, the idle clock started with it), so
+    an adapter that awaits nothing but the body may call just ``check()``
+    after each yield instead of ``resume()``. Every httpx failure leaving the block becomes an ``LlmError``,
     and every ``LlmError`` leaving it carries the response's request id; the
     response is always closed. Task cancellation from outside passes through
     unchanged (after closing the response).
@@ -717,7 +735,7 @@ class StreamGuard:
         if timeout is None:
             return
         wait = timeout
-        if self.reader is not None:  # else the consumer holds a chunk; resume() restarts the clock
+        if self.reader is not None:  # else no read is pending: the next read (or resume()) restarts the clock
             idle = _monotonic() - self.last_activity
             if idle >= timeout:
                 self._end(
