@@ -118,7 +118,7 @@ async def test_records_before_a_pause_are_sent_within_a_frame() -> None:
     assert seen_before_resume == [2]
 
 
-async def test_bytes_sent_grow_linearly_with_the_stream(clock: FakeClock) -> None:
+async def test_bytes_sent_grow_linearly_with_the_stream() -> None:
     sizes = {}
     for n in (10_000, 20_000):
         clock = FakeClock()
@@ -188,7 +188,7 @@ async def test_a_second_run_restarts_seq_under_a_new_run_number(clock: FakeClock
     assert len(timeline.state()["records"]) == len(BROKEN)
 
 
-async def test_the_result_equals_what_collect_returns(clock: FakeClock) -> None:
+async def test_the_result_equals_what_collect_returns() -> None:
     for chunks in (CLEAN, BROKEN, text_stream(50)):
         timeline, _ = timeline_with_capture(FakeClock())
         shown = await timeline.consume(stream_of(chunks))

@@ -21,7 +21,7 @@ from chunkscope.protocol._rules import Violation
 
 from ._state import cause_lines, error_state, state_from_result
 from ._static import error_parts, format_ms, render_fragment, timeline_css
-from ._view import ErrorInfo
+from ._view import ErrorInfo, error_info
 
 __all__ = [
     "ViolationList",
@@ -36,17 +36,9 @@ __all__ = [
 
 
 def _error_info(exc: LlmError) -> ErrorInfo:
-    state = error_state(exc)
-    return ErrorInfo(
-        code=state["code"],
-        message=state["message"],
-        status=state["status"],
-        retry_after_ms=state["retryAfterMs"],
-        request_id=state["requestId"],
-        chain=state["chain"],
-        causes=tuple(state["causes"]),
-        retryable=state["retryable"],
-    )
+    info = error_info(error_state(exc))  # the badge the timeline draws for the same error
+    assert info is not None  # an error dict always gives a badge
+    return info
 
 
 def error_text(exc: LlmError) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ._records import decode_record
 
-__all__ = ["Segment", "ErrorInfo", "TimelineView", "derive", "STATE_VERSION"]
+__all__ = ["Segment", "ErrorInfo", "TimelineView", "derive", "error_info", "STATE_VERSION"]
 
 STATE_VERSION = 1
 """Version of the state dict's shape (``state["v"]``)."""
@@ -192,7 +192,7 @@ def derive(state: dict[str, Any], upto: int | None = None) -> TimelineView:
         violations=violations,
         usage=usage,
         finish=finish,
-        error=_error_info(state.get("error") if complete else None, finish),
+        error=error_info(state.get("error") if complete else None, finish),
         deltas=deltas,
         total_ms=total_ms,
         first_ms=float(records[0][0]) if records else None,
@@ -214,7 +214,8 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _error_info(error: Any, finish: dict[str, Any] | None) -> ErrorInfo | None:
+def error_info(error: Any, finish: dict[str, Any] | None = None) -> ErrorInfo | None:
+    """The badge of a state's ``error`` dict, else of an ``error`` / ``aborted`` ``finish``; else None."""
     if isinstance(error, dict):
         return ErrorInfo(
             code=str(error.get("code")),

@@ -652,12 +652,13 @@ class View {
   relayout(axisChanged) {
     const axis = this.axis();
     const limit = this.applied;
-    const extent = axis === "chunk" ? Math.max(limit, 1) : Math.max(this.totalMs(limit, limit === this.store.records.length), 1);
+    const endMs = this.totalMs(limit, limit === this.store.records.length);
+    const extent = axis === "chunk" ? Math.max(limit, 1) : Math.max(endMs, 1);
     this.plot.style.setProperty("--cs-extent", String(extent));
     this.root.dataset.axis = axis;
     this.toggleTime.className = axis === "time" ? "cs-on" : "";
     this.toggleChunk.className = axis === "chunk" ? "cs-on" : "";
-    const endX = axis === "chunk" ? limit : this.totalMs(limit, limit === this.store.records.length);
+    const endX = axis === "chunk" ? limit : endMs;
     for (const seg of this.segs) {
       if (!seg.dom) continue;
       // A block still open runs to the end of what arrived (it grows with the stream).
