@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+UPSTREAM_CASES = REPO_ROOT.parent / "shared" / "fixtures" / "upstream-cases.json"
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +24,16 @@ def artifacts_dir() -> Path:
     path = REPO_ROOT / "test-artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def upstream_cases() -> dict[str, Any]:
+    """Test vectors produced by running the TypeScript reference (``../shared/fixtures/``).
+
+    Read at run time from beside the checkout, never copied into the project. A missing
+    file fails the tests that need it: a skipped parity test would hide a missing feature.
+    """
+    if not UPSTREAM_CASES.is_file():
+        pytest.fail(f"reference vectors not found at {UPSTREAM_CASES} (shared/ must sit beside the checkout)")
+    cases: dict[str, Any] = json.loads(UPSTREAM_CASES.read_text(encoding="utf-8"))
+    return cases
