@@ -21,7 +21,7 @@ from ._reprs import (
     violations_text,
 )
 from ._state import state_from_result
-from ._static import render_fragment, render_page
+from ._static_html import render_fragment, render_page
 
 __all__ = [
     "Timeline",

@@ -20,7 +20,7 @@ from chunkscope.protocol._errors import ERROR_CODES, LlmError
 from chunkscope.protocol._rules import Violation
 
 from ._state import cause_lines, error_state, state_from_result
-from ._static import error_parts, format_ms, render_fragment, timeline_css
+from ._static_html import error_parts, format_ms, render_fragment, timeline_css
 from ._view import ErrorInfo, error_info
 
 __all__ = [

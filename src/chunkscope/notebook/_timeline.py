@@ -46,7 +46,7 @@ from chunkscope.protocol._rules import Violation
 
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
-from ._static import render_fragment, render_page
+from ._static_html import render_fragment, render_page
 from ._view import STATE_VERSION, derive
 
 __all__ = ["Timeline", "show", "FRAME_INTERVAL"]
