@@ -40,7 +40,7 @@ from httpx_sse import EventSource
 
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol._rules import Checker, validated
+from chunkscope.protocol import Checker, validated
 
 MODEL = "deepseek-v4-flash"
 

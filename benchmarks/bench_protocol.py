@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chunkscope.protocol._assembly import BlockAssembler, _Collector, collect
+from chunkscope.protocol import BlockAssembler, Checker, StreamInspector, check, collect
 from chunkscope.protocol._chunks import (
     BlockEnd,
     BlockStart,
@@ -33,7 +33,6 @@ from chunkscope.protocol._chunks import (
     Usage,
     parse_chunk,
 )
-from chunkscope.protocol._rules import Checker, check
 
 
 def build_dicts(n: int) -> list[dict[str, Any]]:
@@ -138,12 +137,12 @@ def check_and_assemble(chunks: list[Any]) -> None:
     assembler.blocks()
 
 
-def collector_add(chunks: list[Any]) -> None:
-    collector = _Collector("strict")
-    add = collector.add
+def inspector_add(chunks: list[Any]) -> None:
+    inspector = StreamInspector("strict")
+    add = inspector.add
     for chunk in chunks:
         add(chunk)
-    collector.result("strict", None)
+    inspector.result()
 
 
 def collect_sync_list(chunks: list[Any]) -> None:
@@ -196,7 +195,7 @@ def main() -> None:
         ("check() (strict)", check_batch),
         ("BlockAssembler.push", assembler_push),
         ("feed + push (strict)", check_and_assemble),
-        ("check+assemble, fused", collector_add),
+        ("check+assemble, fused", inspector_add),
         ("collect() over a list", collect_sync_list),
         ("parse_chunk(dict)", make_parse(dicts)),
     ]

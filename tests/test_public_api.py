@@ -111,3 +111,56 @@ def test_stream_helpers_and_scenarios_are_public() -> None:
     assert chunkscope.get_scenario("text") is chunkscope.SCENARIOS["text"]
     assert isinstance(chunkscope.SCENARIOS["text"], chunkscope.Scenario)
     assert chunkscope.PROFILES == ("strict", "dsh")
+
+
+def test_the_protocol_face_lists_its_names_by_hand_and_keeps_helpers_private() -> None:
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(protocol.__file__).read_text(encoding="utf-8"))
+    assigned = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    )
+    listed = ast.literal_eval(assigned.value)  # a literal list, not assembled from the private modules
+    assert listed == protocol.__all__
+    assert len(set(listed)) == len(listed)
+    for helper in ("trusted", "describe_invalid", "http_status_code", "is_retryable", "open_source"):
+        assert helper not in protocol.__all__
+        assert not hasattr(protocol, helper)
+
+
+def test_usage_sink_and_stream_inspector_are_public_at_both_faces() -> None:
+    from chunkscope.protocol._sink import UsageSink
+
+    assert protocol.UsageSink is UsageSink is chunkscope.UsageSink
+    assert protocol.StreamInspector is chunkscope.StreamInspector
+    assert protocol.StreamInspector.__module__.startswith("chunkscope.protocol.")
+
+
+def test_every_top_level_name_comes_from_a_layer_face() -> None:
+    # _EXPORTS names faces only, so another engineer may move private modules freely.
+    for name, module in chunkscope._EXPORTS.items():
+        assert module in (".protocol", ".adapters", ".provider", ".notebook"), (name, module)
+        face = importlib.import_module(module, "chunkscope")
+        assert name in face.__all__, (name, module)
+
+
+def test_import_chunkscope_is_lazy_until_a_name_is_used() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; before = set(sys.modules); import chunkscope; "
+        "new = set(sys.modules) - before; "
+        "layers = ('chunkscope', 'pydantic', 'httpx', 'anywidget'); "
+        "print(sorted(m for m in new if m.split('.')[0] in layers)); "
+        "chunkscope.check; print(sorted(m for m in set(sys.modules) - before if m.startswith('chunkscope')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = out.stdout.strip().splitlines()
+    assert first == "['chunkscope']"
+    # using a protocol name loads the protocol layer only
+    assert all(m.startswith(("chunkscope.protocol", "chunkscope")) for m in eval(second))
+    assert not any(m.startswith(("chunkscope.adapters", "chunkscope.notebook")) for m in eval(second))

@@ -13,111 +13,43 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# name -> module that defines it (relative to this package)
+# The one list of public names: name -> the layer face that provides it (relative to this
+# package). ``__all__`` and ``__dir__`` derive from it; the TYPE_CHECKING imports at the
+# bottom repeat it for type checkers (tests/test_public_api.py keeps the two equal).
+# To publish a name: add it to your layer's block here and to the matching import below.
 _EXPORTS: dict[str, str] = {
-    # protocol: vocabulary
+    # protocol
     **dict.fromkeys(
         [
             "StreamChunk", "AnyChunk", "ChunkLike", "BlockStart", "TextDelta", "ReasoningDelta",
             "ToolCallDelta", "BlockEnd", "Usage", "Finish", "TextBlock", "ReasoningBlock",
             "ToolCallBlock", "ToolResultBlock", "ContentBlock", "TokenUsage", "FinishReason",
             "LlmFailure", "CallId", "parse_chunk", "parse_block", "chunk_to_dict", "block_to_dict",
+            "Message", "parse_message",
+            "LlmError", "ERROR_CODES", "ErrorCode", "error_chain",
+            "check", "validated", "ValidatedStream", "Violation", "RULES", "Rule", "Checker", "PROFILES",
+            "BlockAssembler", "StreamInspector", "collect", "StreamResult", "Timings",
+            "read_chunks", "write_chunks", "ChunkFileError",
+            "UsageSink",
         ],
-        ".protocol._chunks",
+        ".protocol",
     ),
-    **dict.fromkeys(["Message", "parse_message"], ".protocol._messages"),
-    **dict.fromkeys(["LlmError", "ERROR_CODES", "ErrorCode", "error_chain"], ".protocol._errors"),
-    **dict.fromkeys(
-        ["check", "validated", "ValidatedStream", "Violation", "RULES", "Rule", "Checker", "PROFILES"],
-        ".protocol._rules",
-    ),
-    **dict.fromkeys(["BlockAssembler", "collect", "StreamResult", "Timings"], ".protocol._assembly"),
-    **dict.fromkeys(["read_chunks", "write_chunks", "ChunkFileError"], ".protocol._jsonl"),
     # adapters
     **dict.fromkeys(
         [
             "LlmAdapter", "GenerateOptions", "AbortController", "AbortSignal", "ModelInfo",
             "ReasoningInfo", "ReasoningEffort", "ToolSpec", "attribution_headers",
+            "OpenAICompatAdapter", "AnthropicAdapter", "ScriptedAdapter", "ReplayAdapter", "RecordingAdapter",
         ],
-        ".adapters._base",
+        ".adapters",
     ),
-    "OpenAICompatAdapter": ".adapters.openai_compat",
-    "AnthropicAdapter": ".adapters.anthropic",
-    "ScriptedAdapter": ".adapters.scripted",
-    **dict.fromkeys(["ReplayAdapter", "RecordingAdapter"], ".adapters.recording"),
     # provider
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
 }
 
-__all__ = [
-    "__version__",
-    "StreamChunk",
-    "AnyChunk",
-    "ChunkLike",
-    "BlockStart",
-    "TextDelta",
-    "ReasoningDelta",
-    "ToolCallDelta",
-    "BlockEnd",
-    "Usage",
-    "Finish",
-    "TextBlock",
-    "ReasoningBlock",
-    "ToolCallBlock",
-    "ToolResultBlock",
-    "ContentBlock",
-    "TokenUsage",
-    "FinishReason",
-    "LlmFailure",
-    "CallId",
-    "parse_chunk",
-    "parse_block",
-    "chunk_to_dict",
-    "block_to_dict",
-    "Message",
-    "parse_message",
-    "LlmError",
-    "ERROR_CODES",
-    "ErrorCode",
-    "error_chain",
-    "check",
-    "validated",
-    "ValidatedStream",
-    "Violation",
-    "RULES",
-    "Rule",
-    "Checker",
-    "PROFILES",
-    "BlockAssembler",
-    "collect",
-    "StreamResult",
-    "Timings",
-    "read_chunks",
-    "write_chunks",
-    "ChunkFileError",
-    "LlmAdapter",
-    "GenerateOptions",
-    "AbortController",
-    "AbortSignal",
-    "ModelInfo",
-    "ReasoningInfo",
-    "ReasoningEffort",
-    "ToolSpec",
-    "attribution_headers",
-    "OpenAICompatAdapter",
-    "AnthropicAdapter",
-    "ScriptedAdapter",
-    "ReplayAdapter",
-    "RecordingAdapter",
-    "LocalProvider",
-    "SCENARIOS",
-    "Scenario",
-    "get_scenario",
-    "Timeline",
-    "show",
-]
+__all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
@@ -143,50 +75,70 @@ def _enable_reprs_under_ipython() -> None:
 _enable_reprs_under_ipython()
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .adapters._base import (
-        AbortController,
-        AbortSignal,
-        GenerateOptions,
-        LlmAdapter,
-        ModelInfo,
-        ReasoningEffort,
-        ReasoningInfo,
-        ToolSpec,
-        attribution_headers,
-    )
-    from .adapters.anthropic import AnthropicAdapter
-    from .adapters.openai_compat import OpenAICompatAdapter
-    from .adapters.recording import RecordingAdapter, ReplayAdapter
-    from .adapters.scripted import ScriptedAdapter
-    from .notebook import Timeline, show
-    from .protocol._assembly import BlockAssembler, StreamResult, Timings, collect
-    from .protocol._chunks import (
-        AnyChunk,
-        BlockEnd,
-        BlockStart,
-        CallId,
-        ChunkLike,
-        ContentBlock,
-        Finish,
-        FinishReason,
-        LlmFailure,
-        ReasoningBlock,
-        ReasoningDelta,
-        StreamChunk,
-        TextBlock,
-        TextDelta,
-        TokenUsage,
-        ToolCallBlock,
-        ToolCallDelta,
-        ToolResultBlock,
-        Usage,
-        block_to_dict,
-        chunk_to_dict,
-        parse_block,
-        parse_chunk,
-    )
-    from .protocol._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
-    from .protocol._jsonl import ChunkFileError, read_chunks, write_chunks
-    from .protocol._messages import Message, parse_message
-    from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
-    from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
+    # `X as X` marks an explicit re-export (PEP 484), which type checkers in strict mode require.
+    from .adapters import AbortController as AbortController
+    from .adapters import AbortSignal as AbortSignal
+    from .adapters import AnthropicAdapter as AnthropicAdapter
+    from .adapters import GenerateOptions as GenerateOptions
+    from .adapters import LlmAdapter as LlmAdapter
+    from .adapters import ModelInfo as ModelInfo
+    from .adapters import OpenAICompatAdapter as OpenAICompatAdapter
+    from .adapters import ReasoningEffort as ReasoningEffort
+    from .adapters import ReasoningInfo as ReasoningInfo
+    from .adapters import RecordingAdapter as RecordingAdapter
+    from .adapters import ReplayAdapter as ReplayAdapter
+    from .adapters import ScriptedAdapter as ScriptedAdapter
+    from .adapters import ToolSpec as ToolSpec
+    from .adapters import attribution_headers as attribution_headers
+    from .notebook import Timeline as Timeline
+    from .notebook import show as show
+    from .protocol import ERROR_CODES as ERROR_CODES
+    from .protocol import PROFILES as PROFILES
+    from .protocol import RULES as RULES
+    from .protocol import AnyChunk as AnyChunk
+    from .protocol import BlockAssembler as BlockAssembler
+    from .protocol import BlockEnd as BlockEnd
+    from .protocol import BlockStart as BlockStart
+    from .protocol import CallId as CallId
+    from .protocol import Checker as Checker
+    from .protocol import ChunkFileError as ChunkFileError
+    from .protocol import ChunkLike as ChunkLike
+    from .protocol import ContentBlock as ContentBlock
+    from .protocol import ErrorCode as ErrorCode
+    from .protocol import Finish as Finish
+    from .protocol import FinishReason as FinishReason
+    from .protocol import LlmError as LlmError
+    from .protocol import LlmFailure as LlmFailure
+    from .protocol import Message as Message
+    from .protocol import ReasoningBlock as ReasoningBlock
+    from .protocol import ReasoningDelta as ReasoningDelta
+    from .protocol import Rule as Rule
+    from .protocol import StreamChunk as StreamChunk
+    from .protocol import StreamInspector as StreamInspector
+    from .protocol import StreamResult as StreamResult
+    from .protocol import TextBlock as TextBlock
+    from .protocol import TextDelta as TextDelta
+    from .protocol import Timings as Timings
+    from .protocol import TokenUsage as TokenUsage
+    from .protocol import ToolCallBlock as ToolCallBlock
+    from .protocol import ToolCallDelta as ToolCallDelta
+    from .protocol import ToolResultBlock as ToolResultBlock
+    from .protocol import Usage as Usage
+    from .protocol import UsageSink as UsageSink
+    from .protocol import ValidatedStream as ValidatedStream
+    from .protocol import Violation as Violation
+    from .protocol import block_to_dict as block_to_dict
+    from .protocol import check as check
+    from .protocol import chunk_to_dict as chunk_to_dict
+    from .protocol import collect as collect
+    from .protocol import error_chain as error_chain
+    from .protocol import parse_block as parse_block
+    from .protocol import parse_chunk as parse_chunk
+    from .protocol import parse_message as parse_message
+    from .protocol import read_chunks as read_chunks
+    from .protocol import validated as validated
+    from .protocol import write_chunks as write_chunks
+    from .provider import SCENARIOS as SCENARIOS
+    from .provider import LocalProvider as LocalProvider
+    from .provider import Scenario as Scenario
+    from .provider import get_scenario as get_scenario

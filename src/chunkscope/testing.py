@@ -33,6 +33,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .protocol import PROFILES, RULES
 from .protocol._chunks import (
     AnyBlock,
     AnyChunk,
@@ -50,7 +51,6 @@ from .protocol._chunks import (
     ToolCallDelta,
     Usage,
 )
-from .protocol._rules import PROFILES, RULES
 
 __all__ = ["GeneratedStream", "valid_streams", "invalid_streams", "rules_for"]
 

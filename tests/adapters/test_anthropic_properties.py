@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from chunkscope.adapters._anthropic_wire import AnthropicTranslator
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
-from chunkscope.protocol._assembly import collect
+from chunkscope.protocol import check, collect
 from chunkscope.protocol._chunks import (
     AnyChunk,
     BlockEnd,
@@ -47,7 +47,6 @@ from chunkscope.protocol._chunks import (
     ToolCallBlock,
 )
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
 
 _text = st.text(min_size=0, max_size=12)
 _json_value = st.recursive(

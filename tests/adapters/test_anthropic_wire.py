@@ -29,6 +29,7 @@ from chunkscope.adapters._anthropic_wire import (
     anthropic_error_code,
     map_stop_reason,
 )
+from chunkscope.protocol import check
 from chunkscope.protocol._chunks import (
     AnyChunk,
     BlockEnd,
@@ -42,7 +43,6 @@ from chunkscope.protocol._chunks import (
     Usage,
 )
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
 
 
 def translate(events: list[Event], *, close: bool = True) -> list[AnyChunk]:

@@ -15,11 +15,10 @@ from _openai_events import API_KEY, MockServer, chunk, options, sse, usage
 from chunkscope.adapters._base import AbortController, GenerateOptions, LlmAdapter
 from chunkscope.adapters.recording import FORMAT_VERSION, RecordingAdapter, RecordingFileError, ReplayAdapter
 from chunkscope.adapters.scripted import ScriptedAdapter
-from chunkscope.protocol._assembly import collect
+from chunkscope.protocol import check, collect
 from chunkscope.protocol._chunks import AnyChunk, parse_chunk
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._jsonl import ChunkFileError
-from chunkscope.protocol._rules import check
 
 EXAMPLE = [
     {"type": "block-start", "index": 0, "blockType": "text"},

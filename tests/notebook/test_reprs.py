@@ -11,9 +11,8 @@ from IPython.core.formatters import DisplayFormatter
 from nb_helpers import BROKEN, CLEAN, stream_of
 
 from chunkscope.notebook import ViolationList, enable, error_html, error_text, result_html, violations_html
-from chunkscope.protocol._assembly import collect
+from chunkscope.protocol import check, collect
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
 
 
 class Rows(HTMLParser):

@@ -21,7 +21,7 @@ from nb_helpers import (
 
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
 from chunkscope.notebook._records import decode_record
-from chunkscope.protocol._assembly import collect
+from chunkscope.protocol import collect
 from chunkscope.protocol._chunks import chunk_to_dict
 from chunkscope.protocol._errors import LlmError
 

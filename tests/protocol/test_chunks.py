@@ -18,10 +18,9 @@ from chunkscope.protocol import (
     ToolCallDelta,
     check,
     chunk_to_dict,
-    describe_invalid,
     parse_chunk,
 )
-from chunkscope.protocol._chunks import _chunk_adapter, trusted
+from chunkscope.protocol._chunks import _chunk_adapter, describe_invalid, trusted
 
 from ._streams import SEED_CHUNKS
 

@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from chunkscope.protocol._assembly import StreamResult
+from chunkscope.protocol import StreamResult, Violation
 from chunkscope.protocol._errors import ERROR_CODES, LlmError
-from chunkscope.protocol._rules import Violation
 
 from ._state import cause_lines, error_state, state_from_result
 from ._static_html import error_parts, format_ms, render_fragment, timeline_css

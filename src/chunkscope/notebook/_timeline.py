@@ -39,10 +39,15 @@ from typing import Any
 import anywidget
 import traitlets
 
-from chunkscope.protocol._assembly import StreamResult, Timings, _Collector
-from chunkscope.protocol._chunks import CHUNK_TYPES, ChunkLike
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import Violation
+from chunkscope.protocol import (
+    CHUNK_TYPES,
+    ChunkLike,
+    LlmError,
+    StreamInspector,
+    StreamResult,
+    Timings,
+    Violation,
+)
 
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
@@ -135,10 +140,10 @@ class Timeline(anywidget.AnyWidget):
     async def _consume(
         self, stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike], profile: str
     ) -> StreamResult:
-        collector = _Collector(profile)
-        add = collector.add
-        kept = collector.chunks
-        violations = collector.violations
+        inspector = StreamInspector(profile)
+        add = inspector.add
+        kept = inspector.chunks
+        violations = inspector.violations
         times: list[float] = []
         error: LlmError | None = None
         clock = self._clock
@@ -174,7 +179,7 @@ class Timeline(anywidget.AnyWidget):
             if not completed:
                 await _close(iterator)
         seen = len(violations)
-        result = collector.result(profile, error)  # adds the end-of-stream violations
+        result = inspector.result(error)  # adds the end-of-stream violations
         self._add_violations(result.violations[seen:])
         result.timings = Timings(
             first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start

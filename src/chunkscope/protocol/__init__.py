@@ -1,21 +1,110 @@
 """The protocol layer: the StreamChunk vocabulary, errors, rules and assembly.
 
 Imports nothing but pydantic, so an adapter author can use it in a service.
+This face lists its public names by hand; everything else in the private
+modules (``trusted``, ``describe_invalid``, ``http_status_code``, …) is an
+internal helper that may change without notice.
 """
 
 from __future__ import annotations
 
-from ._assembly import *  # noqa: F403
-from ._assembly import __all__ as _assembly_all
-from ._chunks import *  # noqa: F403
-from ._chunks import __all__ as _chunks_all
-from ._errors import *  # noqa: F403
-from ._errors import __all__ as _errors_all
-from ._jsonl import *  # noqa: F403
-from ._jsonl import __all__ as _jsonl_all
-from ._messages import *  # noqa: F403
-from ._messages import __all__ as _messages_all
-from ._rules import *  # noqa: F403
-from ._rules import __all__ as _rules_all
+from ._assembly import BlockAssembler, StreamInspector, StreamResult, Timings, collect
+from ._checker import Checker
+from ._chunks import (
+    CHUNK_TYPES,
+    AnyBlock,
+    AnyChunk,
+    BlockEnd,
+    BlockStart,
+    BlockType,
+    CallId,
+    ChunkLike,
+    ContentBlock,
+    Finish,
+    FinishKind,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    Usage,
+    block_to_dict,
+    chunk_to_dict,
+    parse_block,
+    parse_chunk,
+)
+from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
+from ._jsonl import ChunkFileError, read_chunks, write_chunks
+from ._messages import Message, Role, parse_message
+from ._sink import UsageSink
+from ._validate import ValidatedStream, check, validated
+from ._violations import PROFILES, RULES, Profile, Rule, Severity, Violation
 
-__all__ = [*_chunks_all, *_errors_all, *_messages_all, *_rules_all, *_assembly_all, *_jsonl_all]
+__all__ = [
+    # chunks and blocks (_chunks)
+    "CallId",
+    "BlockType",
+    "FinishKind",
+    "TextBlock",
+    "ReasoningBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "ContentBlock",
+    "AnyBlock",
+    "TokenUsage",
+    "LlmFailure",
+    "FinishReason",
+    "BlockStart",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCallDelta",
+    "BlockEnd",
+    "Usage",
+    "Finish",
+    "StreamChunk",
+    "AnyChunk",
+    "ChunkLike",
+    "CHUNK_TYPES",
+    "parse_chunk",
+    "parse_block",
+    "chunk_to_dict",
+    "block_to_dict",
+    # messages (_messages)
+    "Message",
+    "Role",
+    "parse_message",
+    # errors (_errors)
+    "LlmError",
+    "ErrorCode",
+    "ERROR_CODES",
+    "error_chain",
+    # rules (_violations, _checker, _validate)
+    "Rule",
+    "RULES",
+    "PROFILES",
+    "Profile",
+    "Severity",
+    "Violation",
+    "Checker",
+    "check",
+    "validated",
+    "ValidatedStream",
+    # assembly (_assembly)
+    "BlockAssembler",
+    "StreamInspector",
+    "StreamResult",
+    "Timings",
+    "collect",
+    # chunk files (_jsonl)
+    "ChunkFileError",
+    "read_chunks",
+    "write_chunks",
+    # finished-stream sinks (_sink)
+    "UsageSink",
+]

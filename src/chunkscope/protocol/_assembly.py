@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ._checker import Checker
 from ._chunks import (
     AnyBlock,
     BlockEnd,
@@ -41,10 +42,10 @@ from ._chunks import (
 )
 from ._errors import LlmError
 from ._messages import Message
-from ._rules import Checker, Violation
 from ._sources import close_source, open_source
+from ._violations import Violation
 
-__all__ = ["BlockAssembler", "StreamResult", "Timings", "collect"]
+__all__ = ["BlockAssembler", "StreamInspector", "StreamResult", "Timings", "collect"]
 
 _STOP = FinishReason(kind="stop")
 
@@ -350,28 +351,41 @@ def _block_summary(block: AnyBlock) -> str:
     return block.type
 
 
-class _Collector:
-    """Checks and assembles one stream chunk by chunk (the engine of ``collect``).
+class StreamInspector:
+    """Checks and assembles one stream in one pass, chunk by chunk: the engine of ``collect``.
 
-    Internal, but shared with ``chunkscope.notebook`` (the timeline consumes a
-    stream through it): keep ``add``, ``chunks`` (parsed chunks; an item that is
-    no chunk as it came), ``violations`` and ``result(profile, error)`` stable.
+    ``add`` each chunk as it arrives (a model, a seed-style dict, or anything
+    else — an item that is no chunk is kept as it came and reported under
+    ``schema``); ``chunks`` and ``violations`` grow as it goes, so a live view
+    can show each chunk and the violations it drew (``violations[seen:]``)
+    at once. ``result(error)`` ends the stream and returns the ``StreamResult``
+    (without ``timings``, which belong to whoever owns the clock). Everything
+    that checks *and* assembles — ``collect``, the notebook timeline — uses
+    this class, so they agree chunk for chunk.
     """
 
-    def __init__(self, profile: str) -> None:
-        self.checker = Checker(profile)
-        self.assembler = BlockAssembler()
+    __slots__ = ("_assembler", "_checker", "_dispatch", "chunks", "profile", "violations")
+
+    def __init__(self, profile: str = "strict") -> None:
+        self.profile = profile
+        self._checker = Checker(profile)
+        self._assembler = BlockAssembler()
+        self._dispatch = self._assembler._dispatch
         self.chunks: list[Any] = []
+        """Every item added, in order: chunk models (dicts parsed); an item that is no chunk as it came."""
         self.violations: list[Violation] = []
+        """Every violation found so far, in stream order (the end-of-stream ones once ``result`` ran)."""
 
     def add(self, chunk: Any) -> None:
         """Take the next chunk: keep it (parsed), check it, assemble it."""
-        checker = self.checker
+        # The fused hot path: the one place outside Checker and BlockAssembler that reads
+        # their hot-path slot (the block the last delta went to: Checker._cur,
+        # BlockAssembler._last); tests/protocol/test_inspector.py pins that it agrees with both.
+        checker = self._checker
         block = checker._cur
-        partial = self.assembler._last
+        partial = self._assembler._last
         kind = type(chunk)
-        # Checker.feed's and BlockAssembler.push's inlined paths, fused: a
-        # delta continuing the block both already hold reads the chunk once.
+        # A delta continuing the block both already hold reads the chunk once.
         if kind is block.fast and kind is partial.fast:
             index = chunk.index
             if index == block.index and index == partial.index:
@@ -381,7 +395,7 @@ class _Collector:
                 checker._pos += 1
                 self.chunks.append(chunk)
                 return
-        handler = self.assembler._dispatch.get(kind)
+        handler = self._dispatch.get(kind)
         if handler is None:
             try:
                 chunk = parse_chunk(chunk)
@@ -389,26 +403,50 @@ class _Collector:
                 self.chunks.append(chunk)  # kept as it came, so positions still index chunks
                 self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
                 return
-            handler = self.assembler._dispatch[type(chunk)]
+            handler = self._dispatch[type(chunk)]
         self.chunks.append(chunk)
         found = checker.feed(chunk)
         if found:
             self.violations.extend(found)
         handler(chunk)
 
-    def result(self, profile: str, error: LlmError | None) -> StreamResult:
-        """The ``StreamResult``; end-of-stream rules run only when the stream did not raise."""
+    @property
+    def position(self) -> int:
+        """How many items have been added."""
+        return len(self.chunks)
+
+    @property
+    def finished(self) -> bool:
+        """True once a finish chunk has been added."""
+        return self._checker.finished
+
+    def blocks(self) -> list[AnyBlock]:
+        """The blocks assembled so far (``BlockAssembler.blocks``)."""
+        return self._assembler.blocks()
+
+    def result(self, error: LlmError | None = None) -> StreamResult:
+        """End the stream and return its ``StreamResult`` (``timings`` left empty).
+
+        The end-of-stream rules (a missing finish) run only when ``error`` is
+        None: an error explains the missing end. Calling it again adds nothing.
+        """
         if error is None:
-            self.violations.extend(self.checker.close())
-        assembler = self.assembler
+            self.violations.extend(self._checker.close())
+        assembler = self._assembler
         return StreamResult(
             chunks=self.chunks,
             blocks=assembler.blocks(),
             usage=assembler.usage,
-            finish=assembler._finish,
+            finish=assembler.finish if assembler.finished else None,
             error=error,
             violations=self.violations,
-            profile=profile,
+            profile=self.profile,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamInspector(profile={self.profile!r}, chunks={len(self.chunks)}, "
+            f"violations={len(self.violations)})"
         )
 
 
@@ -427,8 +465,8 @@ async def collect(
     asyncio cancellation still propagates. ``clock`` (seconds) is injectable
     for tests.
     """
-    collector = _Collector(profile)
-    add = collector.add
+    inspector = StreamInspector(profile)
+    add = inspector.add
     times: list[float] = []
     mark = times.append
     error: LlmError | None = None
@@ -457,7 +495,7 @@ async def collect(
         if not completed:
             with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
                 await close_source(iterator)
-    result = collector.result(profile, error)
+    result = inspector.result(error)
     result.timings = Timings(
         first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
     )

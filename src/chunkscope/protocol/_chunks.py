@@ -44,8 +44,6 @@ __all__ = [
     "parse_chunk",
     "chunk_to_dict",
     "block_to_dict",
-    "trusted",
-    "describe_invalid",
 ]
 
 CallId = NewType("CallId", str)

@@ -37,12 +37,10 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._chunks import LlmFailure
-
-if TYPE_CHECKING:
-    from ._rules import Violation
+from ._violations import Violation
 
 if sys.version_info < (3, 11):  # pragma: no cover - BaseExceptionGroup is builtin from 3.11
     from exceptiongroup import BaseExceptionGroup

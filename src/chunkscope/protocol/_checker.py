@@ -1,9 +1,9 @@
-"""Rule checking: does a chunk stream keep the StreamChunk protocol?
+"""The streaming rule checker: does a chunk stream keep the StreamChunk protocol?
 
 ``Checker`` is a streaming state machine: ``feed`` each chunk, then ``close``
 at the end of the stream; each call returns the violations detected at that
-point (usually none, as a shared empty tuple). ``check`` runs one over any
-iterable, ``validated`` wraps an async stream.
+point (usually none, as a shared empty tuple). ``check`` and ``validated``
+(``_validate``) and ``StreamInspector`` (``_assembly``) drive one.
 
 Profiles
 --------
@@ -67,14 +67,12 @@ a call only when it completes. A negative index is reported once, at its
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
 from ._chunks import (
-    AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
@@ -85,133 +83,9 @@ from ._chunks import (
     describe_invalid,
     parse_chunk,
 )
-from ._errors import LlmError
-from ._sources import close_source, open_source
+from ._violations import PROFILES, RULES, Violation
 
-__all__ = [
-    "Rule",
-    "RULES",
-    "PROFILES",
-    "Profile",
-    "Severity",
-    "Violation",
-    "Checker",
-    "check",
-    "validated",
-    "ValidatedStream",
-]
-
-Severity = Literal["error", "warning"]
-Profile = Literal["strict", "dsh"]
-PROFILES: tuple[str, ...] = ("strict", "dsh")
-"""The rule profiles ``Checker``, ``check``, ``validated`` and ``collect`` accept."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One protocol rule: its stable id, severity, what it requires, and the profiles applying it."""
-
-    id: str
-    severity: Severity
-    description: str
-    profiles: tuple[str, ...] = ("strict",)
-
-
-def _rules(*rows: tuple[str, Severity, str, tuple[str, ...]]) -> dict[str, Rule]:
-    return {rid: Rule(rid, severity, text, profiles) for rid, severity, text, profiles in rows}
-
-
-_BOTH = ("strict", "dsh")
-RULES: dict[str, Rule] = _rules(
-    (
-        "block-pairing",
-        "error",
-        "Every block-start has exactly one matching block-end and every block-end an "
-        "open block-start; blocks may stay open only at an error or aborted finish.",
-        _BOTH,
-    ),
-    (
-        "index-order",
-        "error",
-        "Block indexes are 0, 1, 2, … in order of block-start and never reused "
-        "(dsh: non-negative safe integers, at most 2**53 - 1, not reused while open).",
-        _BOTH,
-    ),
-    (
-        "arguments-json",
-        "error",
-        "A tool call's argumentsDelta texts concatenate to a JSON object (held until "
-        "the finish: max-tokens, error and aborted may cut it short).",
-        ("strict",),
-    ),
-    ("finish-last", "error", "Exactly one finish, and it is the last chunk.", _BOTH),
-    ("usage-before-finish", "error", "usage comes before finish, at most once.", _BOTH),
-    ("delta-index", "error", "Every delta carries the index of an open block of its own kind.", _BOTH),
-    (
-        "no-interleave",
-        "error",
-        "Blocks do not interleave: a block-start only after the previous block's "
-        "block-end, deltas only for the block opened last.",
-        ("strict",),
-    ),
-    (
-        "block-end-match",
-        "error",
-        "block-end's block has the block's type (dsh: only this) and the content its deltas built.",
-        _BOTH,
-    ),
-    (
-        "tool-call-id",
-        "error",
-        "A tool call keeps one non-empty id, unique in the stream, across its deltas and block-end.",
-        ("strict",),
-    ),
-    ("tool-call-name", "error", "A tool-call block has a non-empty name by its block-end.", ("strict",)),
-    (
-        "finish-consistency",
-        "error",
-        "A tool-calls finish follows at least one tool-call block; a stop finish follows at least one block.",
-        ("strict",),
-    ),
-    ("usage-valid", "error", "Usage counts are non-negative integers.", ("strict",)),
-    ("usage-missing", "warning", "A successful finish has a usage chunk before it.", ("strict",)),
-    ("schema", "error", "Every chunk is one of the seven chunk shapes (type, fields, field types).", _BOTH),
-)
-"""Every rule by its stable id. Ids, once published, never change."""
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A broken rule: which, how bad, where (0-based chunk number; None = end of stream) and why.
-
-    ``chunk`` is the chunk judged (the parsed model; for a ``schema``
-    violation, the value as it came; None at the end of the stream).
-    """
-
-    rule: str
-    severity: Severity
-    position: int | None
-    chunk: Any
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form: rule, severity, position, message, and the chunk in its JSON form."""
-        chunk = self.chunk
-        if hasattr(chunk, "to_dict"):
-            chunk = chunk.to_dict()
-        return {
-            "rule": self.rule,
-            "severity": self.severity,
-            "position": self.position,
-            "message": self.message,
-            "chunk": chunk,
-        }
-
-    def __str__(self) -> str:
-        where = "end of stream" if self.position is None else f"chunk {self.position}"
-        label = "" if self.severity == "error" else " (warning)"
-        return f"{where}: {self.rule}{label}: {self.message}"
-
+__all__ = ["Checker"]
 
 _EMPTY: tuple[Violation, ...] = ()
 _TEXT, _REASONING, _TOOL = "text", "reasoning", "tool-call"
@@ -345,6 +219,24 @@ class Checker:
         if handler is None:
             return self._foreign(chunk)
         return handler(chunk)
+
+    def feed_all(self, chunks: Iterable[Any]) -> list[Violation]:
+        """``feed`` every chunk of ``chunks`` in order; return every violation found, in order."""
+        get = self._dispatch.get
+        foreign = self._foreign
+        found: list[Violation] = []
+        # feed() inlined: this loop is the hot path of batch checking.
+        for chunk in chunks:
+            self._pos += 1
+            block = self._cur
+            if type(chunk) is block.fast and chunk.index == block.index:
+                block.parts.append(chunk.text)
+                continue
+            handler = get(type(chunk))
+            result = handler(chunk) if handler is not None else foreign(chunk)
+            if result:
+                found.extend(result)
+        return found
 
     def close(self) -> Sequence[Violation]:
         """End of stream: return the violations only the end reveals (a missing finish)."""
@@ -840,108 +732,3 @@ def _open_list(blocks: dict[int, _Block]) -> str:
 def _still_open(blocks: dict[int, _Block]) -> str:
     items = ", ".join(f"{b.index} ({b.kind})" for b in blocks.values())
     return f"blocks {items} are still open" if len(blocks) > 1 else f"block {items} is still open"
-
-
-def check(chunks: Iterable[Any], profile: str = "strict") -> list[Violation]:
-    """Every violation in ``chunks`` (models or seed-style dicts), in stream order, end of stream last."""
-    checker = Checker(profile)
-    get = checker._dispatch.get
-    foreign = checker._foreign
-    found: list[Violation] = []
-    # feed() inlined: this loop is the hot path of batch checking.
-    for chunk in chunks:
-        checker._pos += 1
-        block = checker._cur
-        if type(chunk) is block.fast and chunk.index == block.index:
-            block.parts.append(chunk.text)
-            continue
-        handler = get(type(chunk))
-        result = handler(chunk) if handler is not None else foreign(chunk)
-        if result:
-            found.extend(result)
-    found.extend(checker.close())
-    return found
-
-
-class ValidatedStream(AsyncIterator[AnyChunk]):
-    """An async iterator over a checked stream (what ``validated`` returns).
-
-    Yields every chunk as a typed model. ``violations`` lists everything found
-    so far (complete once iteration ends); ``checker`` is the underlying
-    ``Checker``.
-    """
-
-    def __init__(self, stream: AsyncIterable[Any] | Iterable[Any], profile: str, on_violation: str) -> None:
-        if on_violation not in ("raise", "collect"):
-            raise ValueError(f"on_violation must be 'raise' or 'collect', not {on_violation!r}")
-        self.checker = Checker(profile)
-        self.on_violation = on_violation
-        self.violations: list[Violation] = []
-        self._source = stream
-        self._gen = self._run()
-
-    def __aiter__(self) -> ValidatedStream:
-        return self
-
-    async def __anext__(self) -> AnyChunk:
-        return await self._gen.__anext__()
-
-    async def aclose(self) -> None:
-        """Stop early and close the wrapped stream."""
-        await self._gen.aclose()
-
-    async def _run(self) -> AsyncGenerator[AnyChunk, None]:
-        checker = self.checker
-        iterator, is_async = open_source(self._source)
-        try:
-            while True:
-                try:
-                    chunk = await iterator.__anext__() if is_async else next(iterator)
-                except (StopAsyncIteration, StopIteration):
-                    break
-                try:
-                    model: AnyChunk | None = parse_chunk(chunk)
-                except ValidationError:
-                    model = None  # the checker reports it under ``schema``
-                found = checker.feed(chunk if model is None else model)
-                if found:
-                    self._record(found, checker.position - 1)
-                if model is not None:
-                    yield model
-            self._record(checker.close(), None)
-        finally:
-            await close_source(iterator)
-
-    def _record(self, found: Sequence[Violation], position: int | None) -> None:
-        self.violations.extend(found)
-        if self.on_violation != "raise":
-            return
-        errors = [v for v in found if v.severity == "error"]
-        if errors:
-            where = "at the end of the stream" if position is None else f"at chunk {position}"
-            first = errors[0]
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise LlmError(
-                f"the stream broke rule {first.rule} {where}: {first.message}{more}",
-                "PROTOCOL_VIOLATION",
-                violations=errors,
-            )
-
-
-def validated(
-    stream: AsyncIterable[Any] | Iterable[Any],
-    profile: str = "strict",
-    on_violation: str = "raise",
-) -> ValidatedStream:
-    """Wrap ``stream`` so that every chunk is checked as it passes.
-
-    ``on_violation="raise"``: at the first chunk that breaks a rule (or at the
-    end, for a missing finish), raise ``LlmError`` code ``PROTOCOL_VIOLATION``
-    whose ``.violations`` are the errors found at that chunk; every chunk before
-    it has been yielded, and warnings never raise. ``"collect"``: yield every
-    chunk and gather the violations in the returned object's ``.violations``.
-    Chunks come out as typed models (dicts are parsed); a dict that does not
-    parse is a ``schema`` violation and is not passed on. An exception the
-    stream raises propagates unchanged, and then no end-of-stream check runs.
-    """
-    return ValidatedStream(stream, profile, on_violation)
