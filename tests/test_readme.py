@@ -1,13 +1,24 @@
-"""The README's code runs as written, and its two commands are the ones the project uses."""
+"""The README's code runs as written and prints what its comments say; its tables are the registries.
+
+A ``print(...)  # text`` line in a Python block must print exactly ``text`` (once); every
+``print`` in the README carries such a comment. The rules and error-code tables must be
+``RULES`` and ``ERROR_CODES`` row for row: on a mismatch the test prints the table to paste.
+"""
 
 from __future__ import annotations
 
 import ast
 import inspect
+import io
 import re
+import sys
+import tokenize
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from chunkscope.protocol import ERROR_CODES, RULES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -21,15 +32,85 @@ def test_readme_has_python_examples() -> None:
     assert len(_python_blocks()) >= 3
 
 
-async def test_readme_python_blocks_run_in_order() -> None:
+def _print_comments(source: str) -> dict[int, str]:
+    """Line number -> the comment on a line that calls ``print`` (every such line must have one)."""
+    comments = {
+        tok.start[0]: tok.string[1:].strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    lines: dict[int, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            assert node.lineno in comments, f"line {node.lineno}: a print without its expected output"
+            lines[node.lineno] = comments[node.lineno]
+    return lines
+
+
+async def test_readme_python_blocks_run_in_order_and_print_what_their_comments_say() -> None:
     # one namespace, blocks in order, top-level await allowed: as in a notebook or `python -m asyncio`
     namespace: dict[str, object] = {"__name__": "__readme__"}
     for number, source in enumerate(_python_blocks(), start=1):
         name = f"README.md python block {number}"
+        printed: dict[int, list[str]] = {}
+
+        def record(*args: Any, sep: str = " ", out: dict[int, list[str]] = printed, **_: Any) -> None:
+            line = sys._getframe(1).f_lineno  # the block's line that called print
+            out.setdefault(line, []).append(sep.join(str(arg) for arg in args))
+
+        namespace["print"] = record
         code = compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         outcome = eval(code, namespace)
         if inspect.isawaitable(outcome):
             await outcome
+        expected = _print_comments(source)
+        got = {line: printed.get(line, []) for line in expected}
+        assert got == {line: [text] for line, text in expected.items()}, name
+
+
+def test_the_readme_print_check_catches_a_wrong_comment() -> None:
+    assert _print_comments("x = 1\nprint(x + 1)  # 2\n") == {2: "2"}
+    with pytest.raises(AssertionError, match="without its expected output"):
+        _print_comments("print(1)\n")
+
+
+def _table_after(heading: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    lines = section.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("|"))
+    end = next((k for k in range(start, len(lines)) if not lines[k].startswith("|")), len(lines))
+    return lines[start:end]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_table() -> list[str]:
+    """The README's rules table, rendered from ``RULES``."""
+    rows = ["| id | severity | profiles | rule |", "|---|---|---|---|"]
+    for r in RULES.values():
+        rows.append(f"| `{r.id}` | {r.severity} | {', '.join(r.profiles)} | {_cell(r.description)} |")
+    return rows
+
+
+def error_codes_table() -> list[str]:
+    """The README's error-code table, rendered from ``ERROR_CODES``."""
+    rows = ["| code | when | retryable |", "|---|---|---|"]
+    for c in ERROR_CODES.values():
+        rows.append(f"| `{c.code}` | {_cell(c.description)} | {'yes' if c.retryable else 'no'} |")
+    return rows
+
+
+def test_the_readme_rules_table_is_the_rules_registry() -> None:
+    expected = rules_table()
+    assert _table_after("## Rules") == expected, "paste into README.md:\n" + "\n".join(expected)
+
+
+def test_the_readme_error_code_table_is_the_code_registry() -> None:
+    expected = error_codes_table()
+    assert _table_after("## Error codes") == expected, "paste into README.md:\n" + "\n".join(expected)
 
 
 @pytest.mark.parametrize(

@@ -457,7 +457,9 @@ def _break_finish_last(draw: st.DrawFn, profile: str) -> list[Any]:
         return chunks[:-1]
     if variant == "second-finish":
         return [*chunks, chunks[-1]]
-    extra = chunks[_pick(draw, range(len(chunks) - 1))] if len(chunks) > 1 else chunks[-1]
+    # usage after the finish breaks usage-before-finish instead
+    candidates = [k for k, chunk in enumerate(chunks[:-1]) if not isinstance(chunk, Usage)]
+    extra = chunks[_pick(draw, candidates)] if candidates else chunks[-1]
     return [*chunks, extra]
 
 
@@ -465,6 +467,8 @@ def _break_usage_before_finish(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
     at = _where(chunks, Usage)[0]
+    if draw(st.booleans()):  # moved after the finish
+        return [*chunks[:at], *chunks[at + 1 :], chunks[at]]
     chunks.insert(draw(st.integers(at + 1, len(chunks) - 1)), chunks[at])
     return chunks
 

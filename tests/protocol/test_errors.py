@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+import multiprocessing
 import pickle
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +169,74 @@ def test_error_chain_skips_repeated_text_and_survives_cycles_and_groups() -> Non
     group = ExceptionGroup("two failed", [ValueError("one"), KeyError("two")])
     assert error_chain(group) == "two failed (2 sub-exceptions) [one; 'two']"
     assert error_chain(RuntimeError()) == "RuntimeError"
+
+
+# --- pickling: multiprocessing, Dask and concurrent.futures move errors between processes ---
+
+
+class _Unpicklable(Exception):
+    def __init__(self) -> None:
+        super().__init__("socket reset")
+        self.lock = threading.Lock()
+
+
+def _carrying_everything() -> LlmError:
+    violation = Violation("schema", "error", 3, {"type": "bogus"}, "not a chunk")
+    odd = Violation("schema", "error", 4, threading.Lock(), "not a chunk either")
+    return LlmError(
+        "the stream broke rule schema",
+        "PROTOCOL_VIOLATION",
+        status=502,
+        retry_after_ms=1500,
+        request_id="req-7",
+        cause=ConnectionError("reset by peer"),
+        violations=[violation, odd],
+    )
+
+
+def _fields(error: LlmError) -> tuple[Any, ...]:
+    return (type(error), error.message, error.code, error.status, error.retry_after_ms, error.request_id)
+
+
+def test_llm_error_pickles_with_everything_it_carries() -> None:
+    error = _carrying_everything()
+    back = pickle.loads(pickle.dumps(error))
+    assert _fields(back) == _fields(error)
+    assert isinstance(back.cause, ConnectionError) and str(back.cause) == "reset by peer"
+    assert back.__cause__ is back.cause
+    assert back.violations[0] == error.violations[0]
+    # a violation holding something unpicklable keeps everything but that object, as its repr
+    odd = back.violations[1]
+    assert (odd.rule, odd.position, odd.message) == ("schema", 4, "not a chunk either")
+    assert odd.chunk.startswith("<unlocked _thread.lock")
+    assert str(back) == str(error) and error_chain(back) == error_chain(error)
+
+
+def test_an_unpicklable_cause_travels_as_its_type_and_text() -> None:
+    error = LlmError("connection failed", "TRANSPORT", cause=_Unpicklable())
+    back = pickle.loads(pickle.dumps(error))
+    assert str(back.cause) == "_Unpicklable: socket reset"
+    assert error_chain(back) == "connection failed: _Unpicklable: socket reset"
+
+
+def _raise_in_child(_: int) -> None:
+    raise LlmError("rate limited", "RATE_LIMIT", status=429, retry_after_ms=2000, request_id="r-1")
+
+
+def test_llm_error_crosses_a_process_boundary_intact() -> None:
+    # what multiprocessing and concurrent.futures do with an exception raised in a worker
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool, pytest.raises(LlmError) as caught:
+        pool.map(_raise_in_child, [0])
+    error = caught.value
+    assert (error.code, error.status, error.retry_after_ms) == ("RATE_LIMIT", 429, 2000)
+    assert error.request_id == "r-1"
+    assert error.retryable
+
+
+def test_retry_after_ms_is_a_whole_number_of_milliseconds_rounded_up() -> None:
+    assert LlmError("x", "RATE_LIMIT", retry_after_ms=2000.0).retry_after_ms == 2000
+    assert type(LlmError("x", "RATE_LIMIT", retry_after_ms=2000.0).retry_after_ms) is int
+    assert LlmError("x", "RATE_LIMIT", retry_after_ms=1.1).retry_after_ms == 2
+    for unusable in (0, -5, math.inf, math.nan):
+        assert LlmError("x", "RATE_LIMIT", retry_after_ms=unusable).retry_after_ms is None

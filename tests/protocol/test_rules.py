@@ -435,13 +435,26 @@ def test_success_finish_with_a_failure_is_a_schema_violation() -> None:
     assert [(v.rule, v.position) for v in found] == [("schema", 4)]
 
 
-def test_usage_after_the_finish_breaks_finish_last_and_leaves_the_finish_without_usage() -> None:
-    # the warning was true when the finish arrived; a streaming checker cannot take it back
-    found = check([*text_block(0, "a"), finish(), usage()])
-    assert [(v.rule, v.severity, v.position) for v in found] == [
-        ("usage-missing", "warning", 3),
-        ("finish-last", "error", 4),
-    ]
+@pytest.mark.parametrize("profile", ["strict", "dsh"])
+def test_usage_after_the_finish_is_usage_before_finish_and_nothing_else(profile: str) -> None:
+    # The source text's rule for a late usage; the usage is there, so no usage-missing warning.
+    found = check([*text_block(0, "a"), finish(), usage()], profile)
+    assert [(v.rule, v.severity, v.position) for v in found] == [("usage-before-finish", "error", 4)]
+    assert "usage arrived after the finish (chunk 3)" in found[0].message
+
+
+def test_usage_missing_is_decided_at_the_end_of_the_stream_at_the_finish() -> None:
+    checker = Checker()
+    for chunk in [*text_block(0, "a"), finish()]:
+        assert checker.feed(chunk) == ()
+    (warning,) = checker.close()
+    assert (warning.rule, warning.severity, warning.position) == ("usage-missing", "warning", 3)
+    assert checker.close() == ()
+
+
+def test_a_late_usage_after_an_early_one_is_one_usage_before_finish() -> None:
+    found = check([*text_block(0, "a"), usage(), finish(), usage()])
+    assert [(v.rule, v.position) for v in found] == [("usage-before-finish", 5)]
 
 
 def test_unknown_profile_is_refused() -> None:

@@ -23,8 +23,8 @@ Every chunk is judged by the first rule that applies, in this order, so that a
 single fault is reported under exactly one rule id:
 
 * any chunk: ``schema`` (it is not a chunk at all — nothing else can be said,
-  and it is skipped), then ``finish-last`` (a chunk after the finish is judged
-  for nothing else).
+  and it is skipped), then ``finish-last`` (a chunk other than ``usage`` after
+  the finish is judged for nothing else).
 * ``block-start``: ``index-order`` (negative, reused, or — strict — not the
   next integer), then ``no-interleave`` (another block still open). A
   repeated start of an open block is ignored; any other start opens the block,
@@ -41,20 +41,23 @@ single fault is reported under exactly one rule id:
   ``block-end``'s position, unless the finish is ``max-tokens``, ``error`` or
   ``aborted``, which may cut a call's JSON short). A mismatching ``block-end``
   still closes its block.
-* ``usage``: ``usage-before-finish`` (a second one), then ``usage-valid``.
+* ``usage``: ``usage-before-finish`` (a second one, or one after the finish —
+  the source text's rule for it), then ``usage-valid``.
 * ``finish``: ``finish-last`` (a second finish); otherwise, each independent:
   ``schema`` (an ``error``/``aborted`` reason without failure, or a successful
   one with a failure), held ``arguments-json``, ``block-pairing`` (blocks left
-  open), ``finish-consistency``, and the ``usage-missing`` warning.
-* end of stream (``close``): ``finish-last`` when no finish arrived. Blocks left
-  open and held JSON verdicts are not reported then: the missing finish
-  explains them.
+  open), ``finish-consistency``. The ``usage-missing`` warning for a
+  successful finish with no usage before it is held until the end of the
+  stream, since a usage may still come after the finish (that usage is then a
+  ``usage-before-finish`` error, and no usage is missing).
+* end of stream (``close``): ``finish-last`` when no finish arrived, else the
+  held ``usage-missing`` warning (at the finish's position). Blocks left open
+  and held JSON verdicts are not reported at a missing finish: it explains them.
 
 A fault that changes the verdict on later chunks still shows under each rule
-it breaks: ``usage`` moved after the finish is a ``finish-last`` violation,
-and the finish, which arrived with no usage before it, has already drawn the
-``usage-missing`` warning; a ``block-end`` with a wrong index leaves its block
-open, so the next ``block-start`` is also a ``no-interleave``.
+it breaks: a ``block-end`` with a wrong index leaves its block open, so the
+next ``block-start`` is also a ``no-interleave``. ``usage`` moved after the
+finish is one ``usage-before-finish`` error and nothing else.
 ``chunkscope.testing.invalid_streams`` draws the mutations that break exactly
 one rule.
 
@@ -186,6 +189,7 @@ class Checker:
         self._tool_calls = 0
         self._call_ids: dict[str, int] = {}
         self._held: list[Violation] = []
+        self._usage_missing: Violation | None = None  # held until close(): a late usage cancels it
         self._closed = False
         self._dispatch: dict[type[Any], Callable[[Any], Sequence[Violation]]] = {
             TextDelta: self._text,
@@ -244,7 +248,8 @@ class Checker:
             return _EMPTY
         self._closed = True
         if self._finish_pos is not None:
-            return _EMPTY
+            missing = self._usage_missing
+            return _EMPTY if missing is None else (missing,)
         count = self._pos + 1
         plural = "s" if count != 1 else ""
         seen = f"after {count} chunk{plural} without a finish" if count else "without any chunk"
@@ -602,9 +607,18 @@ class Checker:
     # --- usage and finish -----------------------------------------------------
 
     def _usage(self, chunk: Usage) -> Sequence[Violation]:
-        if self._finish_pos is not None:
-            return self._after_finish(chunk)
         pos = self._pos
+        if self._finish_pos is not None:
+            self._usage_missing = None  # the usage is there, only late
+            return (
+                _violation(
+                    "usage-before-finish",
+                    pos,
+                    chunk,
+                    f"usage arrived after the finish (chunk {self._finish_pos}); usage comes once, "
+                    "before finish",
+                ),
+            )
         if self._usage_pos is not None:
             return (
                 _violation(
@@ -704,14 +718,11 @@ class Checker:
                     )
                 )
             if kind not in _FAILING and self._usage_pos is None:
-                found.append(
-                    _violation(
-                        "usage-missing",
-                        pos,
-                        chunk,
-                        f"a {kind} finish arrived with no usage chunk before it; the token "
-                        "accounting is missing",
-                    )
+                self._usage_missing = _violation(
+                    "usage-missing",
+                    pos,
+                    chunk,
+                    f"a {kind} finish arrived with no usage chunk before it; the token accounting is missing",
                 )
         return found if found else _EMPTY
 

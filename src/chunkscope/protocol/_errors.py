@@ -4,37 +4,16 @@ Adapters raise ``LlmError(message, code)`` for every transport and protocol
 failure. The ``code`` is the contract — route on it, never parse the message.
 Once published, a code never changes meaning and is never removed.
 
-=============================  ==========================================================  =========
-code                           when                                                        retryable
-=============================  ==========================================================  =========
-PROVIDER_HTTP_ERROR            generic non-2xx (the seed's code)                            no
-AUTH                           HTTP 401/403                                                 no
-RATE_LIMIT                     HTTP 429 (not quota wording)                                 yes
-QUOTA                          balance / quota / credits exhausted (any status)             no
-CONTEXT_WINDOW_EXCEEDED        400 whose detail says the context window is exceeded         no
-INVALID_REQUEST                other 400, 413                                               no
-SERVER                         5xx                                                          yes
-HTTP_<status>                  any other non-2xx                                            no
-TIMEOUT                        no bytes for the idle timeout                                yes
-TRANSPORT                      connection refused, reset, TLS, DNS                          yes
-ABORTED                        the caller's signal aborted the call                         no
-STREAM_CLOSED                  the SSE stream ended without ``[DONE]``                      yes
-MALFORMED_RESPONSE             a payload that is not JSON or not the wire shape             no
-EMPTY_RESPONSE                 a completed response with no content at all                  yes
-MISSING_CREDENTIAL             no API key                                                   no
-INVALID_CREDENTIAL             an API key no header can carry                               no
-UNSUPPORTED_OPTION             a GenerateOptions field the adapter cannot honour            no
-UNSUPPORTED_REASONING_EFFORT   an effort the model does not advertise                       no
-NO_ADAPTER                     no adapter registered for the provider                       no
-DUPLICATE_ADAPTER              a provider registered twice                                  no
-PROTOCOL_VIOLATION             a stream broke a protocol rule (carries ``.violations``)     no
-UNKNOWN                        an adapter raised something that is not an LlmError          no
-=============================  ==========================================================  =========
+``ERROR_CODES`` is the registry — code, meaning, default retryability — and
+the README's table is rendered from it (``tests/test_readme.py``), so there is
+no second copy to drift.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -111,9 +90,17 @@ class LlmError(Exception):
     """A transport or protocol failure with a stable machine-routable ``code``.
 
     ``status`` is the HTTP status, ``retry_after_ms`` the provider-requested
-    delay, ``request_id`` the provider's request id; ``cause`` chains the
-    underlying exception (also set as ``__cause__``). ``violations`` is set for
+    delay as a whole number of milliseconds (a fraction rounds up, so a retry
+    never comes early; a delay that is not positive and finite is dropped),
+    ``request_id`` the provider's request id; ``cause`` chains the underlying
+    exception (also set as ``__cause__``). ``violations`` is set for
     ``PROTOCOL_VIOLATION``.
+
+    An ``LlmError`` pickles with everything it carries (for multiprocessing,
+    Dask, ``concurrent.futures``): message, code, status, retry_after_ms,
+    request_id, violations, and the cause when the cause itself pickles — a
+    cause that does not is replaced by an ``Exception`` holding its type and
+    text, so ``error_chain`` still reads the same.
     """
 
     def __init__(
@@ -132,8 +119,9 @@ class LlmError(Exception):
         self.code = code
         self.status = status
         # A delay that is not a positive, finite number of milliseconds is no usable advice.
-        usable = retry_after_ms is not None and 0 < retry_after_ms < math.inf
-        self.retry_after_ms = retry_after_ms if usable else None
+        self.retry_after_ms: int | None = None
+        if retry_after_ms is not None and 0 < retry_after_ms < math.inf:
+            self.retry_after_ms = math.ceil(retry_after_ms)
         self.request_id = request_id
         self.violations: list[Violation] = list(violations) if violations else []
         if cause is not None:
@@ -188,13 +176,45 @@ class LlmError(Exception):
         return f"[{self.code}] {self.message}"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.message, self.code, self.status, self.retry_after_ms, self.request_id))
+        fields = {
+            "status": self.status,
+            "retry_after_ms": self.retry_after_ms,
+            "request_id": self.request_id,
+            "cause": _picklable_cause(self.__cause__),
+            "violations": [_picklable_violation(v) for v in self.violations],
+        }
+        # Anything else in the instance dict (a subclass's attributes, __notes__) travels as state.
+        state = {k: v for k, v in self.__dict__.items() if k not in _REBUILT}
+        return (_rebuild, (type(self), self.message, self.code, fields), state or None)
 
 
-def _rebuild(
-    message: str, code: str, status: int | None, retry_after_ms: float | None, request_id: str | None
-) -> LlmError:
-    return LlmError(message, code, status=status, retry_after_ms=retry_after_ms, request_id=request_id)
+_REBUILT = frozenset({"message", "code", "status", "retry_after_ms", "request_id", "violations"})
+
+
+def _rebuild(cls: type[LlmError], message: str, code: str, fields: dict[str, Any]) -> LlmError:
+    # LlmError itself or a subclass whose __init__ takes the same arguments; the
+    # instance dict (set from the third item of __reduce__) restores the rest.
+    error = cls.__new__(cls)
+    LlmError.__init__(error, message, code, **fields)
+    return error
+
+
+def _picklable_cause(cause: BaseException | None) -> BaseException | None:
+    if cause is None:
+        return None
+    try:
+        pickle.loads(pickle.dumps(cause))
+    except Exception:  # an unpicklable cause (a lock, a socket, a local class) keeps its words only
+        return Exception(f"{type(cause).__name__}: {cause}")
+    return cause
+
+
+def _picklable_violation(violation: Violation) -> Violation:
+    try:
+        pickle.dumps(violation.chunk)
+    except Exception:  # a schema violation keeps whatever it was given; keep its repr then
+        return dataclasses.replace(violation, chunk=repr(violation.chunk))
+    return violation
 
 
 def error_chain(exc: BaseException) -> str:

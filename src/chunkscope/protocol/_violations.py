@@ -57,7 +57,12 @@ RULES: dict[str, Rule] = _rules(
         ("strict",),
     ),
     ("finish-last", "error", "Exactly one finish, and it is the last chunk.", _BOTH),
-    ("usage-before-finish", "error", "usage comes before finish, at most once.", _BOTH),
+    (
+        "usage-before-finish",
+        "error",
+        "usage comes before finish, at most once (a usage after the finish breaks this rule).",
+        _BOTH,
+    ),
     ("delta-index", "error", "Every delta carries the index of an open block of its own kind.", _BOTH),
     (
         "no-interleave",
