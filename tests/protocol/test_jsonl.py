@@ -49,7 +49,9 @@ def test_a_malformed_line_raises_when_reached_after_the_lines_before_it(tmp_path
     error = caught.value
     assert isinstance(error, ValueError)
     assert (error.path, error.line) == (str(path), 4)
-    assert f"{path}, line 4: not valid JSON" in str(error)
+    # the column is the real one: just past the 33 characters of the cut-short line
+    assert str(error) == f"{path}, line 4, column 34: not valid JSON (Expecting ',' delimiter)"
+    assert error.column == 34
 
 
 def test_a_line_that_is_json_but_not_a_chunk_names_the_problem(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Record any adapter's stream to a file, and replay it later with its timing.
 
 A recording is JSONL, one object per line, flushed line by line so a crash
-loses nothing already streamed::
+loses nothing already streamed (each line is serialized whole before it is
+written, and text the wire sent with a lone surrogate is JSON-escaped, so
+the file is always valid UTF-8 and replays identically)::
 
     {"recording": "chunkscope", "version": 1, "provider": "deepseek", "model": "text", ...}
     {"t": 0.0123, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import os
 import time
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 
 from chunkscope.protocol._chunks import AnyChunk, LlmFailure
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._jsonl import ChunkFileError
+from chunkscope.protocol._jsonl import ChunkFileError, json_line, json_lines
 
 from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter, ModelInfo
 from .scripted import Sleep, parse_or_keep, pause_or_abort
@@ -46,10 +47,6 @@ class RecordingFileError(ChunkFileError):
 
     A ``ChunkFileError`` (and so a ``ValueError``): one ``except`` serves chunk files and recordings.
     """
-
-
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 class RecordingAdapter(LlmAdapter):
@@ -108,7 +105,7 @@ class RecordingAdapter(LlmAdapter):
     async def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:
         """The inner adapter's stream, recorded line by line."""
         clock = self._clock
-        with open(self.path, "w", encoding="utf-8") as handle:
+        with open(self.path, "wb") as handle:
             start = clock()
             _write(handle, self._header(options))
             try:
@@ -138,8 +135,8 @@ async def _closing(stream: AsyncIterator[AnyChunk]) -> AsyncIterator[AsyncIterat
             await aclose()
 
 
-def _write(handle: IO[str], obj: dict[str, Any]) -> None:
-    handle.write(_dump(obj) + "\n")
+def _write(handle: IO[bytes], obj: dict[str, Any]) -> None:
+    handle.write(json_line(obj, allow_nan=True, default=str))  # whole line, or nothing
     handle.flush()
 
 
@@ -168,50 +165,45 @@ class Recording:
         entries: list[tuple[float, AnyChunk | dict[str, Any]]] = []
         error: LlmFailure | None = None
         error_t: float | None = None
-        with open(name, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{name}, line {number}"
+        # json_lines: invalid UTF-8, bad or too deeply nested JSON and huge lines are
+        # RecordingFileErrors naming the line (and column).
+        for number, obj in json_lines(name, error=RecordingFileError, refuse_constants=False):
+            where = f"{name}, line {number}"
+            if not isinstance(obj, dict):
+                raise RecordingFileError(f"{where}: not a JSON object", name, number)
+            if header is None:
+                if obj.get("recording") != "chunkscope":
+                    raise RecordingFileError(
+                        f"{where}: not a chunkscope recording (no header line)", name, number
+                    )
+                if obj.get("version") != FORMAT_VERSION:
+                    raise RecordingFileError(
+                        f"{name}: recording format version {obj.get('version')!r} is not supported "
+                        f"(this chunkscope reads version {FORMAT_VERSION})",
+                        name,
+                        number,
+                    )
+                header = obj
+                continue
+            t = obj.get("t")
+            if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
+                raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
+            if "chunk" in obj:
+                if not isinstance(obj["chunk"], dict):
+                    raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
+                entries.append((float(t), parse_or_keep(obj["chunk"])))
+            elif "error" in obj:
                 try:
-                    obj = json.loads(line)
-                except ValueError as exc:
-                    raise RecordingFileError(f"{where}: not valid JSON ({exc})", name, number) from exc
-                if not isinstance(obj, dict):
-                    raise RecordingFileError(f"{where}: not a JSON object", name, number)
-                if header is None:
-                    if obj.get("recording") != "chunkscope":
-                        raise RecordingFileError(
-                            f"{where}: not a chunkscope recording (no header line)", name, number
-                        )
-                    if obj.get("version") != FORMAT_VERSION:
-                        raise RecordingFileError(
-                            f"{name}: recording format version {obj.get('version')!r} is not supported "
-                            f"(this chunkscope reads version {FORMAT_VERSION})",
-                            name,
-                            number,
-                        )
-                    header = obj
-                    continue
-                t = obj.get("t")
-                if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
-                    raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
-                if "chunk" in obj:
-                    if not isinstance(obj["chunk"], dict):
-                        raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
-                    entries.append((float(t), parse_or_keep(obj["chunk"])))
-                elif "error" in obj:
-                    try:
-                        error = LlmFailure.model_validate(obj["error"])
-                    except ValidationError as exc:
-                        raise RecordingFileError(
-                            f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
-                            name,
-                            number,
-                        ) from exc
-                    error_t = float(t)
-                else:
-                    raise RecordingFileError(f"{where}: neither 'chunk' nor 'error'", name, number)
+                    error = LlmFailure.model_validate(obj["error"])
+                except ValidationError as exc:
+                    raise RecordingFileError(
+                        f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
+                        name,
+                        number,
+                    ) from exc
+                error_t = float(t)
+            else:
+                raise RecordingFileError(f"{where}: neither 'chunk' nor 'error'", name, number)
         if header is None:
             raise RecordingFileError(f"{name}: empty recording (no header line)", name, 0)
         return cls(header, entries, error, error_t)

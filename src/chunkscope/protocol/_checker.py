@@ -132,6 +132,8 @@ def _json_problem(text: str) -> str | None:
     except ValueError as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         return f"are not valid JSON ({detail} at character {getattr(exc, 'pos', '?')}): {_clip(text, 40)}"
+    except RecursionError:  # hostile input: deeper than any parser here will follow
+        return f"are JSON nested too deeply to parse ({len(text)} characters): {_clip(text, 40)}"
     if not isinstance(value, dict):
         return f"are JSON but not an object (a {type(value).__name__}): {_clip(text, 40)}"
     return None

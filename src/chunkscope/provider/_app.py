@@ -3,6 +3,12 @@
 Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``, DeepSeek's
 unversioned path), ``POST /v1/messages``, ``GET /v1/models`` (also
 ``/models``). Any API key is accepted and none is ever read or logged.
+
+Requests are read defensively: a body over ``max_request_bytes`` is a 413, a
+body that is not JSON (or is nested too deeply to parse) a 400, a body that
+does not arrive within ``request_timeout`` a 408 — each a JSON error in the
+wire's shape, and the connection is closed. (A request whose head never
+completes is dropped by the server: ``_server.py``.)
 """
 
 from __future__ import annotations
@@ -41,12 +47,17 @@ from ._scenarios import (
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["ConnectionDropped", "ProviderState", "build_app"]
+__all__ = ["MAX_REQUEST_BYTES", "REQUEST_TIMEOUT", "ConnectionDropped", "ProviderState", "build_app"]
 
 Wire = Literal["openai", "anthropic"]
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _BATCH_BYTES = 16_384  # with no delay between events, write up to this much at once
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+"""The largest request body the provider reads (8 MiB); a larger one is answered 413."""
+REQUEST_TIMEOUT = 10.0
+"""Seconds a client has to send a request's head, and again its body, before it is dropped."""
 
 
 class ConnectionDropped(Exception):
@@ -54,10 +65,18 @@ class ConnectionDropped(Exception):
 
 
 class ProviderState:
-    """What the routes share: the pause between events, the shutdown signal, an id counter."""
+    """What the routes share: the pause between events, the shutdown signal, an id counter, limits."""
 
-    def __init__(self, token_delay: float) -> None:
+    def __init__(
+        self,
+        token_delay: float,
+        *,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self.token_delay = token_delay
+        self.max_request_bytes = max_request_bytes
+        self.request_timeout = request_timeout
         self.closing = asyncio.Event()
         self._ids = itertools.count(1)
 
@@ -105,26 +124,67 @@ def install_log_filter() -> None:
 # --- request reading -----------------------------------------------------------------
 
 
-def _error(wire: Wire, status: int, message: str, type_: str, code: str | None = None) -> JSONResponse:
+def _error(
+    wire: Wire, status: int, message: str, type_: str, code: str | None = None, *, close: bool = False
+) -> JSONResponse:
     if wire == "openai":
         body: dict[str, Any] = {"error": {"message": message, "type": type_, "param": None, "code": code}}
     else:
         body = {"type": "error", "error": {"type": type_, "message": message}}
         if code is not None:
             body["error"]["code"] = code
-    return JSONResponse(body, status_code=status)
+    # close: the request body was left unread, so the connection cannot serve another request.
+    return JSONResponse(body, status_code=status, headers={"connection": "close"} if close else None)
 
 
-async def _accept(request: Request, wire: Wire) -> tuple[dict[str, Any], Scenario, Script] | Response:
+async def _read_body(request: Request, wire: Wire, state: ProviderState) -> bytes | Response:
+    """The whole request body, or the 413 / 408 answer when it is too large or too slow."""
+    limit = state.max_request_bytes
+    too_large = f"the request body is larger than this provider's limit of {limit:,} bytes"
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return _error(wire, 413, too_large, "invalid_request_error", "request_too_large", close=True)
+
+    async def read() -> bytes | None:
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                return None
+            parts.append(part)
+        return b"".join(parts)
+
+    try:
+        body = await asyncio.wait_for(read(), state.request_timeout)
+    except asyncio.TimeoutError:
+        message = f"the request body did not arrive within {state.request_timeout:g} s"
+        return _error(wire, 408, message, "invalid_request_error", "request_timeout", close=True)
+    if body is None:
+        return _error(wire, 413, too_large, "invalid_request_error", "request_too_large", close=True)
+    return body
+
+
+async def _accept(
+    request: Request, wire: Wire, state: ProviderState
+) -> tuple[dict[str, Any], Scenario, Script] | Response:
     """The request's body, scenario and script, or the answer that ends it early.
 
-    Early answers: 400 for a body that is not a JSON object with a ``model``,
-    404 for an unknown model, and the scenario's own status for an HTTP fault.
+    Early answers: 413 / 408 for a body too large or too slow (``_read_body``),
+    400 for a body that is not a JSON object with a ``model`` (nesting too deep
+    to parse included), 404 for an unknown model, and the scenario's own status
+    for an HTTP fault.
     """
+    raw = await _read_body(request, wire, state)
+    if isinstance(raw, Response):
+        return raw
     try:
-        body = json.loads(await request.body())
-    except ValueError:
+        body = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included
         return _error(wire, 400, "the request body is not valid JSON", "invalid_request_error")
+    except RecursionError:
+        message = "the request body is JSON nested too deeply to read"
+        return _error(wire, 400, message, "invalid_request_error")
     if not isinstance(body, dict):
         return _error(wire, 400, "the request body must be a JSON object", "invalid_request_error")
     model = body.get("model")
@@ -244,7 +304,7 @@ def build_app(state: ProviderState) -> Starlette:
         return max(state.token_delay, scenario.delay)
 
     async def chat_completions(request: Request) -> Response:
-        read = await _accept(request, "openai")
+        read = await _accept(request, "openai", state)
         if isinstance(read, Response):
             return read
         body, scenario, script = read
@@ -262,7 +322,7 @@ def build_app(state: ProviderState) -> Starlette:
         return _whole_body(script, "openai", whole, state)
 
     async def messages(request: Request) -> Response:
-        read = await _accept(request, "anthropic")
+        read = await _accept(request, "anthropic", state)
         if isinstance(read, Response):
             return read
         body, scenario, script = read

@@ -18,8 +18,9 @@ import time
 from types import TracebackType
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ._app import ProviderState, build_app, install_log_filter
+from ._app import MAX_REQUEST_BYTES, REQUEST_TIMEOUT, ProviderState, build_app, install_log_filter
 
 __all__ = ["LocalProvider"]
 
@@ -42,6 +43,54 @@ def _loopback(host: str) -> tuple[str, socket.AddressFamily]:
     return str(address), socket.AF_INET6 if address.version == 6 else socket.AF_INET
 
 
+class _HeadDeadline(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for each request's head.
+
+    uvicorn's keep-alive timer stops at the first byte a client sends, so a
+    client that sends half a request line or half its headers and goes quiet
+    would hold its connection forever. Here a timer runs from the connection's
+    start and from each response's end until a complete request head arrives;
+    when it fires, the connection is closed. (The body has its own deadline in
+    the app.) ``head_timeout`` is set per provider on a subclass.
+    """
+
+    head_timeout: float = REQUEST_TIMEOUT
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before:  # a complete request head arrived
+            self._cancel_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_head_timer()  # the next request's head, if the client keeps the connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        super().connection_lost(exc)
+
+    def _arm_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_timer = self.loop.call_later(self.head_timeout, self._head_expired)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_expired(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
 class LocalProvider:
     """A real HTTP server on loopback that answers as DeepSeek/OpenAI and Anthropic do.
 
@@ -55,9 +104,23 @@ class LocalProvider:
     seconds between streamed events for every scenario. Any API key is
     accepted and none is logged. ``stop()`` ends streams still open (a stalled
     one included) and returns within a second or so.
+
+    Hostile clients are bounded: a request body over ``max_request_bytes``
+    (default 8 MiB) is answered 413, a body that is not JSON or is nested too
+    deeply 400, and a client that takes longer than ``request_timeout``
+    seconds (default 10) to send a request's head, or its body, is dropped
+    (408 for a slow body).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, token_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token_delay: float = 0.0,
+        *,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self._bind_host, self._family = _loopback(host)
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, not {port}")
@@ -66,6 +129,10 @@ class LocalProvider:
         self.host = host
         self.port = port
         self.token_delay = float(token_delay)
+        if max_request_bytes < 1 or not request_timeout > 0:
+            raise ValueError("max_request_bytes and request_timeout must be positive")
+        self.max_request_bytes = max_request_bytes
+        self.request_timeout = float(request_timeout)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -115,7 +182,12 @@ class LocalProvider:
                 raise
             sock.set_inheritable(True)
             install_log_filter()
-            state = ProviderState(self.token_delay)
+            state = ProviderState(
+                self.token_delay,
+                max_request_bytes=self.max_request_bytes,
+                request_timeout=self.request_timeout,
+            )
+            protocol = type("_ProviderH11", (_HeadDeadline,), {"head_timeout": self.request_timeout})
             config = uvicorn.Config(
                 build_app(state),
                 log_config=None,
@@ -123,7 +195,7 @@ class LocalProvider:
                 access_log=False,
                 lifespan="off",
                 loop="asyncio",
-                http="h11",
+                http=protocol,
                 ws="none",
                 timeout_graceful_shutdown=1,
             )
