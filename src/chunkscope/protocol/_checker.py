@@ -15,7 +15,10 @@ a ``block-end`` closes an open block of the same type (content not compared);
 ``usage`` at most once; exactly one ``finish``, last; open blocks only at an
 ``error``/``aborted`` finish; well-formed chunks. Blocks may interleave. It
 reports under the same rule ids, and its first violation is at the chunk where
-the reference fails (``tests/protocol/test_reference_parity.py`` pins both).
+the reference fails (``tests/protocol/test_reference_parity.py`` pins both, and
+``tests/protocol/test_upstream_vectors.py`` runs the reference's own vectors,
+with the deliberate differences listed there: e.g. a usage after the finish
+is ``usage-before-finish``, a fractional index ``schema``).
 
 One fault, one rule
 -------------------
