@@ -22,7 +22,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 @pytest.fixture(scope="module")
 def guarded() -> Iterator[LocalProvider]:
-    with LocalProvider(max_request_bytes=64 * 1024, request_timeout=0.3) as provider:
+    with LocalProvider(max_request_bytes=64 * 1024, request_timeout=1.0) as provider:
         yield provider
 
 
