@@ -20,6 +20,7 @@ from types import TracebackType
 import uvicorn
 
 from ._app import ProviderState, build_app, install_log_filter
+from ._recorder import ReceivedRequest, RequestLog
 
 __all__ = ["LocalProvider"]
 
@@ -53,8 +54,10 @@ class LocalProvider:
     ``OpenAICompatAdapter`` take). The request's ``model`` picks a scenario of
     ``SCENARIOS`` (``docs/scenarios.md``); ``token_delay`` is the pause in
     seconds between streamed events for every scenario. Any API key is
-    accepted and none is logged. ``stop()`` ends streams still open (a stalled
-    one included) and returns within a second or so.
+    accepted and none is logged. ``requests`` lists what was received
+    (credential headers redacted), for tests and the conformance kit.
+    ``stop()`` ends streams still open (a stalled one included) and returns
+    within a second or so.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token_delay: float = 0.0) -> None:
@@ -72,6 +75,8 @@ class LocalProvider:
         self._state: ProviderState | None = None
         self._bound_port: int | None = None
         self._lock = threading.Lock()
+        self.request_log = RequestLog()
+        """Every request received (headers without secrets, JSON body, how it ended)."""
 
     # --- addresses -------------------------------------------------------------
 
@@ -95,6 +100,11 @@ class LocalProvider:
         """``url + "/v1"`` (OpenAI SDK ``base_url``)."""
         return self.url + "/v1"
 
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """The requests received so far (the last 1000), oldest first; credentials never stored."""
+        return self.request_log.snapshot()
+
     def __repr__(self) -> str:
         where = self.url if self._bound_port is not None else "not running"
         return f"<LocalProvider {where} token_delay={self.token_delay}>"
@@ -117,7 +127,7 @@ class LocalProvider:
             install_log_filter()
             state = ProviderState(self.token_delay)
             config = uvicorn.Config(
-                build_app(state),
+                self.request_log.wrap(build_app(state)),
                 log_config=None,
                 log_level="warning",
                 access_log=False,
