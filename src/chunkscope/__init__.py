@@ -49,6 +49,12 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
+    # conformance (issue 11): the kit, its report, and the grid widget
+    **dict.fromkeys(
+        ["conformance", "run_conformance", "ConformanceReport", "CaseResult", "CheckResult", "ConformanceError"],
+        ".conformance",
+    ),
+    "ConformanceGrid": ".notebook._conformance_grid",
 }
 
 __all__ = [
@@ -117,6 +123,14 @@ __all__ = [
     "get_scenario",
     "Timeline",
     "show",
+    # conformance (issue 11)
+    "conformance",
+    "run_conformance",
+    "ConformanceReport",
+    "CaseResult",
+    "CheckResult",
+    "ConformanceError",
+    "ConformanceGrid",
 ]
 
 
@@ -158,7 +172,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters.openai_compat import OpenAICompatAdapter
     from .adapters.recording import RecordingAdapter, ReplayAdapter
     from .adapters.scripted import ScriptedAdapter
+    from .conformance import (
+        CaseResult,
+        CheckResult,
+        ConformanceError,
+        ConformanceReport,
+        conformance,
+        run_conformance,
+    )
     from .notebook import Timeline, show
+    from .notebook._conformance_grid import ConformanceGrid
     from .protocol._assembly import BlockAssembler, StreamResult, Timings, collect
     from .protocol._chunks import (
         AnyChunk,
