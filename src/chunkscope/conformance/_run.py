@@ -500,6 +500,9 @@ def _outcome_check(
     case: str, result: StreamResult, probe: _Probe, finish: str | None, code: str | None
 ) -> CheckResult:
     observed = _observed_outcome(result)
+    raw = probe.raw_error
+    if raw is not None and not isinstance(raw, LlmError):
+        observed = f"raised {type(raw).__name__} (not an LlmError)"
     if finish is None:
         expected = f"raised LlmError {code}"
         ok = result.error is not None and result.error.code == code and isinstance(probe.raw_error, LlmError)
