@@ -54,3 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._timeline import FRAME_INTERVAL, Timeline, show
 
 enable()
+
+# conformance (issue 11): a displayed ConformanceReport becomes the interactive grid
+from ._grid_display import enable_grid  # noqa: E402
+
+enable_grid()
