@@ -31,9 +31,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance": {"protocol", "adapters", "provider", "conformance"},
     "testing": {"protocol", "testing"},
-    "notebook": {"protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"},
+    "notebook": {
+        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"
+    },
     "cli": {
-        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook", "cli", "face"
+        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook", "cli",
+        "face",
     },
 }
 

@@ -51,7 +51,10 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
     # conformance (issue 11): the kit, its report, and the grid widget
     **dict.fromkeys(
-        ["conformance", "run_conformance", "ConformanceReport", "CaseResult", "CheckResult", "ConformanceError"],
+        [
+            "conformance", "run_conformance", "ConformanceReport", "CaseResult", "CheckResult",
+            "ConformanceError",
+        ],
         ".conformance",
     ),
     "ConformanceGrid": ".notebook._conformance_grid",
