@@ -12,8 +12,7 @@ import argparse
 import os
 import sys
 
-from ._run import ConformanceError, case_names, conformance
-from ._target import load_factory
+from ._errors import ConformanceError
 
 __all__ = ["add_conformance_parser", "run_command"]
 
@@ -29,6 +28,10 @@ def run_command(
     timeout: float = 40.0,
 ) -> int:
     """What ``chunkscope conformance`` does; returns the exit status."""
+    # Imported here: `chunkscope --help` and the other commands must not load the adapters.
+    from ._run import case_names, conformance
+    from ._target import load_factory
+
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the caller's folder is importable
     try:

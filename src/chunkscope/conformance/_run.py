@@ -25,6 +25,7 @@ from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptio
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
 
+from ._errors import ConformanceError
 from ._report import CaseResult, CheckResult, ConformanceReport
 
 __all__ = [
@@ -76,10 +77,6 @@ _OPTION_VALUES: dict[str, Any] = {
     "stop": [_STOP],
     "purpose": "conformance",
 }
-
-
-class ConformanceError(Exception):
-    """The kit could not run at all (a factory that fails, an unknown wire or case)."""
 
 
 def case_names(wire: Wire) -> list[str]:

@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ._run import ConformanceError
+from ._errors import ConformanceError
 
 __all__ = ["load_factory"]
 

@@ -14,13 +14,18 @@ until the option is used.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._report import CaseResult, ConformanceReport
-from ._run import ConformanceError, case_names, conformance
+from ._errors import ConformanceError
 from ._target import load_factory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._report import CaseResult, ConformanceReport
+
+# The kit itself (adapters, provider) loads only when the option is used: every pytest run of a
+# project that installs chunkscope loads this module through the pytest11 entry point.
 
 __all__ = ["ConformanceCase", "ConformanceMatrix", "chunkscope_conformance"]
 
@@ -60,6 +65,8 @@ class ConformanceMatrix(pytest.Collector):
         self._error: str | None = None
 
     def collect(self) -> Iterator[ConformanceCase]:
+        from ._run import case_names
+
         for name in case_names(self.wire):  # type: ignore[arg-type]
             yield ConformanceCase.from_parent(self, name=name)
 
@@ -67,6 +74,8 @@ class ConformanceMatrix(pytest.Collector):
         if self._report is None:
             if self._error is not None:
                 raise ConformanceFailure(self._error)
+            from ._run import conformance
+
             try:
                 factory = load_factory(self.target)
                 self._report = conformance(factory, wire=self.wire)  # type: ignore[arg-type]
@@ -127,4 +136,6 @@ def pytest_collection_modifyitems(
 @pytest.fixture
 def chunkscope_conformance() -> Callable[..., ConformanceReport]:
     """``chunkscope.conformance.conformance``: run the kit on a factory inside a test."""
+    from ._run import conformance
+
     return conformance
