@@ -50,6 +50,7 @@ def skeleton_report() -> ConformanceReport:
 
 
 @pytest.mark.parametrize(("wire", "factory"), [("openai", openai_factory), ("anthropic", anthropic_factory)])
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_both_builtin_adapters_conform_on_every_scenario_of_their_wire(wire: str, factory: Any) -> None:
     report = conformance(factory, wire=wire)  # type: ignore[arg-type]
     assert [case.name for case in report.cases] == case_names(wire)  # type: ignore[arg-type]
@@ -97,6 +98,7 @@ def expected_skeleton_failures() -> set[tuple[str, str]]:
     return failing
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_the_source_texts_skeleton_fails_exactly_the_checks_it_should(
     skeleton_report: ConformanceReport,
 ) -> None:
@@ -108,6 +110,7 @@ def test_the_source_texts_skeleton_fails_exactly_the_checks_it_should(
     assert skeleton_report.case(ABORT_CASE).check("connection").passed  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_each_skeleton_failure_tells_its_author_what_to_fix(skeleton_report: ConformanceReport) -> None:
     fixes = {
         "request": '"stream": true',
@@ -135,6 +138,7 @@ def test_each_skeleton_failure_tells_its_author_what_to_fix(skeleton_report: Con
     assert "RemoteProtocolError" in skeleton_report.case("fault-drop").check("llm-error").sentence  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_the_frame_has_one_row_per_case_and_check(skeleton_report: ConformanceReport) -> None:
     frame = skeleton_report.to_frame()
     assert list(frame.columns) == [
@@ -154,6 +158,7 @@ def test_the_frame_has_one_row_per_case_and_check(skeleton_report: ConformanceRe
     assert set(frame["check"]) <= set(CHECKS)
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_junit_has_one_testcase_per_case_and_the_failures_say_why(
     skeleton_report: ConformanceReport, tmp_path: Path
 ) -> None:
@@ -166,6 +171,7 @@ def test_junit_has_one_testcase_per_case_and_the_failures_say_why(
     assert "self.prepare(options)" in failed[REFUSAL_CASE].get("message", "")  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_the_summary_names_each_failure_and_the_headline_the_verdict(
     skeleton_report: ConformanceReport,
 ) -> None:
@@ -175,6 +181,7 @@ def test_the_summary_names_each_failure_and_the_headline_the_verdict(
     assert "ConformanceReport(wire='openai', adapter='HttpAdapter', ok=False" in repr(skeleton_report)
 
 
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_the_static_grid_escapes_what_it_shows(skeleton_report: ConformanceReport) -> None:
     html = grid_html(skeleton_report)
     assert html.count("<tr data-case=") == len(skeleton_report.cases)
