@@ -640,6 +640,12 @@ def _abort_check(
 ) -> CheckResult:
     expected = f"LlmError ABORTED (or an aborted finish) within {ABORT_LIMIT_S * 1000:.0f} ms of abort()"
     outcome = _observed_outcome(result)
+    if ended_early and result.error is not None and result.error.code == "UNSUPPORTED_OPTION":
+        sentence = (
+            "Honour options.signal: list 'signal' in supported_options and pass it to the request, "
+            "so that a caller can abort a stream."
+        )
+        return CheckResult(case, "abort", False, expected, f"refused the signal: {outcome}", sentence)
     if ended_early:
         sentence = (
             f"The stream ended ({outcome}) before the abort, although the provider was still sending: "
