@@ -265,3 +265,26 @@ def test_import_chunkscope_does_not_import_pandas_and_the_package_is_callable() 
         "assert callable(cs.conformance)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class _DropsTemperature(OpenAICompatAdapter):
+    """Claims every option but leaves the temperature out of the body."""
+
+    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
+        body = super().request_body(options)
+        body.pop("temperature", None)
+        return body
+
+
+def test_the_request_check_reads_what_the_provider_received() -> None:
+    dropped = conformance(lambda url, key: _DropsTemperature(url, key, idle_timeout=IDLE), scenarios=["text"])
+    request = dropped.case("text").check("request")
+    assert request is not None and not request.passed
+    assert request.sentence == "Fix the request: send temperature 0.25 (sent None)."
+    anonymous = conformance(
+        lambda url, key: OpenAICompatAdapter(url, key, idle_timeout=IDLE, headers={"User-Agent": "curl/8.0"}),
+        scenarios=["text"],
+    )
+    request = anonymous.case("text").check("request")
+    assert request is not None and not request.passed
+    assert "merge attribution_headers() into every request (User-Agent was 'curl/8.0'" in request.sentence
