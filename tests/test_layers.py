@@ -28,9 +28,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
     "provider": {"protocol", "provider"},
     "usage": {"protocol", "usage"},
+    # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
+    "conformance": {"protocol", "adapters", "provider", "conformance"},
     "testing": {"protocol", "testing"},
-    "notebook": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook"},
-    "cli": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook", "cli", "face"},
+    "notebook": {
+        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"
+    },
+    "cli": {
+        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook", "cli",
+        "face",
+    },
 }
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
@@ -40,6 +47,8 @@ LIBRARIES: dict[str, set[str] | None] = {
     "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
     "usage": {"pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb"},
+    # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
+    "conformance": {"pandas", "pytest", "_pytest", "typing_extensions", "exceptiongroup"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

@@ -47,6 +47,15 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
+    # conformance (issue 11): the kit, its report, and the grid widget
+    **dict.fromkeys(
+        [
+            "conformance", "run_conformance", "ConformanceReport", "CaseResult", "CheckResult",
+            "ConformanceError",
+        ],
+        ".conformance",
+    ),
+    "ConformanceGrid": ".notebook",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -90,6 +99,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters import ScriptedAdapter as ScriptedAdapter
     from .adapters import ToolSpec as ToolSpec
     from .adapters import attribution_headers as attribution_headers
+    from .conformance import CaseResult as CaseResult
+    from .conformance import CheckResult as CheckResult
+    from .conformance import ConformanceError as ConformanceError
+    from .conformance import ConformanceReport as ConformanceReport
+    from .conformance import conformance as conformance
+    from .conformance import run_conformance as run_conformance
+    from .notebook import ConformanceGrid as ConformanceGrid
     from .notebook import Timeline as Timeline
     from .notebook import show as show
     from .protocol import ERROR_CODES as ERROR_CODES

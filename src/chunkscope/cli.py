@@ -20,6 +20,7 @@ from types import FrameType
 
 from chunkscope import __version__
 from chunkscope._lab import add_lab_parser
+from chunkscope.conformance._cli import add_conformance_parser
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
 
@@ -80,6 +81,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     add_serve_parser,
     add_lab_parser,
+    add_conformance_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""
 

@@ -94,6 +94,49 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
             "stop",
         ),
         ("slow-tokens", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
+        (
+            "reasoning-text-tools",
+            "Checking both.",
+            "Two lookups needed.",
+            [("get_weather", '{"city": "Paris"}'), ("get_time", '{"timezone": "Europe/Paris"}')],
+            {"inputTokens": 12, "outputTokens": 8},
+            "tool-calls",
+        ),
+        ("slow-first-byte", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
+        (
+            "dialect-content-parts",
+            "Parts are text.",
+            "Thinking in parts.",
+            [],
+            {"inputTokens": 12, "outputTokens": 6},
+            "stop",
+        ),
+        (
+            "dialect-reasoning-details",
+            "Done thinking.",
+            "Details first, then both.",
+            [],
+            {"inputTokens": 12, "outputTokens": 6},
+            "stop",
+        ),
+        (
+            "dialect-xai-usage",
+            "Tokens add up.",
+            "Counting apart.",
+            [],
+            {"inputTokens": 12, "outputTokens": 25, "reasoningTokens": 20},
+            "stop",
+        ),
+        ("dialect-done-no-blank-line", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
+        (
+            "dialect-usage-iterations",
+            "Compacted hello.",
+            "",
+            [],
+            {"inputTokens": 3012, "outputTokens": 182},
+            "stop",
+        ),
+        ("fault-cut-before-usage", "Hello! I", "", [], None, None),
         ("fault-malformed", "Hello!", "", [], None, None),
         ("fault-truncated", "Hello! I", "", [], None, None),
         ("fault-drop", "Hello! I", "", [], None, None),
@@ -135,6 +178,27 @@ def test_reasoning_resume_opens_four_blocks_and_interleaved_tools_two() -> None:
     assert SCENARIOS["tool-call"].expected.block_types == ["text", "tool-call"]
 
 
+def test_reasoning_text_tools_opens_reasoning_text_and_two_calls_in_that_order() -> None:
+    assert SCENARIOS["reasoning-text-tools"].expected.block_types == [
+        "reasoning",
+        "text",
+        "tool-call",
+        "tool-call",
+    ]
+
+
+def test_dialect_scenarios_belong_to_their_own_wires_matrix_only() -> None:
+    wires = {name: s.wires for name, s in SCENARIOS.items() if s.dialect is not None}
+    assert wires == {
+        "dialect-content-parts": ("openai",),
+        "dialect-reasoning-details": ("openai",),
+        "dialect-xai-usage": ("openai",),
+        "dialect-done-no-blank-line": ("openai",),
+        "dialect-usage-iterations": ("anthropic",),
+    }
+    assert SCENARIOS["text"].wires == ("openai", "anthropic")
+
+
 def test_documented_fault_codes() -> None:
     codes = {name: s.expected_codes for name, s in SCENARIOS.items() if s.fault}
     assert codes["fault-content-filter"] == {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL"}
@@ -144,6 +208,7 @@ def test_documented_fault_codes() -> None:
         "anthropic": "CONTEXT_WINDOW_EXCEEDED",
     }
     assert codes["fault-stall"] == {"openai": "TIMEOUT", "anthropic": "TIMEOUT"}
+    assert codes["fault-cut-before-usage"] == {"openai": "STREAM_CLOSED", "anthropic": "STREAM_CLOSED"}
 
 
 def test_long_resolves_any_token_count() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "Timeline",
     "show",
     "FRAME_INTERVAL",
+    "ConformanceGrid",
     "ViolationList",
     "enable",
     "error_html",
@@ -39,18 +40,30 @@ __all__ = [
     "state_from_result",
 ]
 
-_LAZY = {"Timeline", "show", "FRAME_INTERVAL"}
+# name -> the private module that defines it; widgets load ipywidgets/anywidget on first use
+_LAZY = {
+    "Timeline": "._timeline",
+    "show": "._timeline",
+    "FRAME_INTERVAL": "._timeline",
+    "ConformanceGrid": "._conformance_grid",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module("._timeline", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'chunkscope.notebook' has no attribute {name!r}")
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ._conformance_grid import ConformanceGrid
     from ._timeline import FRAME_INTERVAL, Timeline, show
 
 enable()
+
+# conformance (issue 11): a displayed ConformanceReport becomes the interactive grid
+from ._grid_display import enable_grid  # noqa: E402
+
+enable_grid()

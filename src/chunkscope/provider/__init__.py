@@ -8,7 +8,18 @@ nothing from ``chunkscope.adapters``: it is the independent judge of them.
 
 from __future__ import annotations
 
-from ._scenarios import SCENARIOS, Expected, Scenario, get_scenario
+from ._recorder import ReceivedRequest, RequestLog
+from ._scenarios import DIALECTS, SCENARIOS, WIRES, Expected, Scenario, get_scenario
 from ._server import LocalProvider
 
-__all__ = ["LocalProvider", "SCENARIOS", "Scenario", "Expected", "get_scenario"]
+__all__ = [
+    "LocalProvider",
+    "SCENARIOS",
+    "Scenario",
+    "Expected",
+    "get_scenario",
+    "DIALECTS",
+    "WIRES",
+    "ReceivedRequest",
+    "RequestLog",
+]

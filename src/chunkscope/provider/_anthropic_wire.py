@@ -23,6 +23,7 @@ from typing import Any
 
 from ._openai_wire import Frame
 from ._scenarios import (
+    CutBeforeUsage,
     Drop,
     Finish,
     Malformed,
@@ -105,13 +106,27 @@ def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
 
 
 def _start_usage(usage: WireUsage) -> dict[str, Any]:
-    out: dict[str, Any] = {"input_tokens": usage.prompt - (usage.cached or 0), "output_tokens": 0}
+    compacted = usage.compaction[0] if usage.compaction is not None else 0
+    out: dict[str, Any] = {"input_tokens": usage.prompt - (usage.cached or 0) - compacted, "output_tokens": 0}
     if usage.cached is not None:
         out["cache_read_input_tokens"] = usage.cached
     return out
 
 
 def _final_usage(usage: WireUsage) -> dict[str, Any]:
+    if usage.compaction is not None:
+        # Top-level counts are the message iteration's; the compaction iteration is billed apart.
+        compact_in, compact_out = usage.compaction
+        message_in = usage.prompt - (usage.cached or 0) - compact_in
+        message_out = usage.completion - compact_out
+        return {
+            "input_tokens": message_in,
+            "output_tokens": message_out,
+            "iterations": [
+                {"type": "compaction", "input_tokens": compact_in, "output_tokens": compact_out},
+                {"type": "message", "input_tokens": message_in, "output_tokens": message_out},
+            ],
+        }
     out: dict[str, Any] = {"output_tokens": usage.completion}
     if usage.reasoning is not None:
         out["output_tokens_details"] = {"thinking_tokens": usage.reasoning}
@@ -194,6 +209,9 @@ def anthropic_stream(script: Script, *, model: str, message_id: str) -> Iterator
             return
         elif isinstance(step, StreamError):
             yield _event("error", IN_STREAM_ERROR)
+            return
+        elif isinstance(step, CutBeforeUsage):
+            yield from close()  # the stop reason would come with the usage, in message_delta
             return
         elif isinstance(step, (Stall, Drop)):
             yield step

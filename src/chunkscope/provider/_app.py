@@ -33,6 +33,7 @@ from ._openai_wire import IN_STREAM_ERROR as OPENAI_STREAM_ERROR
 from ._openai_wire import Frame, openai_body, openai_stream
 from ._scenarios import (
     SCENARIOS,
+    CutBeforeUsage,
     Drop,
     Malformed,
     Scenario,
@@ -283,7 +284,7 @@ def _whole_body(script: Script, wire: Wire, body: dict[str, Any], state: Provide
     """A non-streaming answer; a stream fault is acted out on the JSON body."""
     collected = collect_steps(script.steps)
     text = json.dumps(body, ensure_ascii=False)
-    if isinstance(collected.fault, (Malformed, Truncate)):
+    if isinstance(collected.fault, (Malformed, Truncate, CutBeforeUsage)):
         # Both end the body early: what arrives is JSON cut short.
         return Response(text[: len(text) // 2], media_type="application/json")
     if isinstance(collected.fault, StreamError):
@@ -308,6 +309,8 @@ def build_app(state: ProviderState) -> Starlette:
         if isinstance(read, Response):
             return read
         body, scenario, script = read
+        if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
+            raise ConnectionDropped("the provider is shutting down")
         model = body["model"]
         response_id = f"chatcmpl-chunkscope-{state.next_id():06d}"
         created = int(time.time())
@@ -326,6 +329,8 @@ def build_app(state: ProviderState) -> Starlette:
         if isinstance(read, Response):
             return read
         body, scenario, script = read
+        if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
+            raise ConnectionDropped("the provider is shutting down")
         model = body["model"]
         message_id = f"msg_chunkscope_{state.next_id():06d}"
         if body.get("stream") is True:

@@ -18,6 +18,7 @@ from typing import Any, Union
 
 from ._scenarios import (
     Collected,
+    CutBeforeUsage,
     Drop,
     Finish,
     Malformed,
@@ -55,11 +56,18 @@ def _data(obj: Any) -> str:
     return f"data: {_dumps(obj)}\n\n"
 
 
-def openai_usage(usage: WireUsage) -> dict[str, Any]:
-    """DeepSeek's usage object: ``prompt_tokens`` INCLUDES the cache hits."""
+def openai_usage(usage: WireUsage, dialect: str | None = None) -> dict[str, Any]:
+    """DeepSeek's usage object: ``prompt_tokens`` INCLUDES the cache hits.
+
+    In the ``xai-usage`` dialect ``completion_tokens`` leaves the reasoning
+    tokens out, and ``total_tokens`` is prompt + completion + reasoning.
+    """
+    completion = usage.completion
+    if dialect == "xai-usage" and usage.reasoning is not None:
+        completion -= usage.reasoning
     out: dict[str, Any] = {
         "prompt_tokens": usage.prompt,
-        "completion_tokens": usage.completion,
+        "completion_tokens": completion,
         "total_tokens": usage.prompt + usage.completion,
     }
     if usage.cached is not None:
@@ -108,16 +116,37 @@ def openai_stream(
     text_head = f'{head[0]}{{"content":'
     reasoning_head = f'{head[0]}{{"reasoning_content":'
     tail = "}" + head[1]
+    dialect = script.dialect
     reasons = script.reasons
     first: dict[str, Any] = {"role": "assistant", "content": None if reasons else ""}
-    if reasons:
+    if reasons and dialect not in ("content-parts", "reasoning-details"):
         first["reasoning_content"] = ""
     yield chunk(first)
+    reasoning_seen = 0
+    reasoning_total = sum(isinstance(step, Reasoning) for step in script.steps)
     for step in script.steps:
         if isinstance(step, Text):
-            yield text_head + _dumps(step.text) + tail
+            if dialect == "content-parts":
+                yield chunk({"content": [{"type": "text", "text": step.text}]})
+            else:
+                yield text_head + _dumps(step.text) + tail
         elif isinstance(step, Reasoning):
-            yield reasoning_head + _dumps(step.text) + tail
+            if dialect == "content-parts":
+                thinking = [{"type": "text", "text": step.text}]
+                yield chunk({"content": [{"type": "thinking", "thinking": thinking}]})
+            elif dialect == "reasoning-details":
+                # The first half of the fragments only as details, the rest as both (said once each).
+                delta: dict[str, Any] = {
+                    "reasoning_details": [
+                        {"type": "reasoning.text", "text": step.text, "format": "unknown", "index": 0}
+                    ]
+                }
+                if reasoning_seen >= reasoning_total // 2:
+                    delta = {"reasoning": step.text, **delta}
+                reasoning_seen += 1
+                yield chunk(delta)
+            else:
+                yield reasoning_head + _dumps(step.text) + tail
         elif isinstance(step, Tool):
             yield chunk(_tool_delta(step))
         elif isinstance(step, Finish):
@@ -131,10 +160,13 @@ def openai_stream(
                         "model": model,
                         "system_fingerprint": None,
                         "choices": [],
-                        "usage": openai_usage(script.usage),
+                        "usage": openai_usage(script.usage, dialect),
                     }
                 )
-            yield "data: [DONE]\n\n"
+            yield "data: [DONE]\n" if dialect == "done-no-blank-line" else "data: [DONE]\n\n"
+            return
+        elif isinstance(step, CutBeforeUsage):
+            yield chunk({}, step.reason)
             return
         elif isinstance(step, Malformed):
             yield f"data: {MALFORMED_PAYLOAD}\n\n"
@@ -189,5 +221,5 @@ def openai_body(script: Script, *, model: str, response_id: str, created: int) -
                 "finish_reason": collected.finish,
             }
         ],
-        "usage": openai_usage(script.usage),
+        "usage": openai_usage(script.usage, script.dialect),
     }

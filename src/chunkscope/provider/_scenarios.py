@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union, overload
 
 __all__ = [
+    "DIALECTS",
     "Expected",
+    "FIRST_BYTE_SECONDS",
+    "WIRES",
     "HttpFault",
     "SCENARIOS",
     "Scenario",
@@ -98,7 +101,19 @@ class StreamError:
     """An error object inside a 200 stream (server overloaded); the stream then ends."""
 
 
-Step = Union[Reasoning, Text, Tool, Finish, Malformed, Truncate, Drop, Stall, StreamError]
+@dataclass(frozen=True)
+class CutBeforeUsage:
+    """The model's stop is sent, then the response ends cleanly: no usage, no end marker.
+
+    OpenAI wire: the ``finish_reason`` chunk, then nothing. Anthropic wire: the
+    stop reason and the output usage travel together in ``message_delta``, so
+    the stream ends after the last ``content_block_stop``.
+    """
+
+    reason: WireFinish
+
+
+Step = Union[Reasoning, Text, Tool, Finish, Malformed, Truncate, Drop, Stall, StreamError, CutBeforeUsage]
 CONTENT_STEPS = (Reasoning, Text, Tool)
 
 
@@ -113,6 +128,9 @@ class WireUsage:
     completion: int
     cached: int | None = None
     reasoning: int | None = None
+    compaction: tuple[int, int] | None = None
+    """``(input, output)`` of a compaction iteration INCLUDED in ``prompt``/``completion``
+    (the Anthropic ``usage.iterations[]`` dialect reports it as its own iteration)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +139,8 @@ class Script:
 
     steps: Sequence[Step]
     usage: WireUsage
+    dialect: str | None = None
+    """How the reply's own wire says it (``DIALECTS``); None: the plain shape of both wires."""
 
     @property
     def reasons(self) -> bool:
@@ -247,6 +267,24 @@ SLOW_TOKEN_DELAY = 0.05
 STALL_SECONDS = 30.0
 """How long ``fault-stall`` stays silent."""
 
+FIRST_BYTE_SECONDS = 1.0
+"""How long ``slow-first-byte`` waits before its response headers."""
+
+Wire = Literal["openai", "anthropic"]
+WIRES: tuple[Wire, ...] = ("openai", "anthropic")
+
+DIALECTS: dict[str, Wire] = {
+    "content-parts": "openai",
+    "reasoning-details": "openai",
+    "xai-usage": "openai",
+    "done-no-blank-line": "openai",
+    "usage-iterations": "anthropic",
+}
+"""Each dialect of a real provider the scenarios speak, and the wire it belongs to.
+
+On the other wire a dialect scenario is the plain rendering of the same script.
+"""
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -267,6 +305,8 @@ class Scenario:
     http_fault: HttpFault | None = field(default=None, repr=False)
     delay: float = 0.0
     """Minimum pause between events (seconds), whatever the provider's ``token_delay``."""
+    first_byte_delay: float = 0.0
+    """Seconds the provider waits before answering at all (the response headers included)."""
     _build: Callable[[str], Script] | None = field(default=None, repr=False, compare=False)
 
     def script(self, prompt: str = "") -> Script:
@@ -286,12 +326,29 @@ class Scenario:
         """``expected_for("")``: the expected result of every scenario except ``echo``."""
         return self.expected_for("")
 
+    @property
+    def dialect(self) -> str | None:
+        """The provider dialect this scenario speaks on its own wire (``DIALECTS``), else None."""
+        return self.script().dialect if self._build is not None else None
 
-def _script(*steps: Step, usage: WireUsage | None = None) -> Script:
+    @property
+    def wires(self) -> tuple[Wire, ...]:
+        """The wires whose conformance matrix holds this scenario.
+
+        Every scenario is served on both wires; a dialect scenario belongs to the
+        matrix of its dialect's wire only (on the other it repeats a plain reply).
+        """
+        dialect = self.dialect
+        return WIRES if dialect is None else (DIALECTS[dialect],)
+
+
+def _script(*steps: Step, usage: WireUsage | None = None, dialect: str | None = None) -> Script:
     if usage is None:
         content = sum(isinstance(s, CONTENT_STEPS) for s in steps)
         usage = WireUsage(prompt=PROMPT_TOKENS, completion=content)
-    return Script(steps=tuple(steps), usage=usage)
+    if dialect is not None and dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    return Script(steps=tuple(steps), usage=usage, dialect=dialect)
 
 
 def _texts(*parts: str) -> tuple[Text, ...]:
@@ -365,8 +422,16 @@ def _fixed(script: Script) -> Callable[[str], Script]:
     return lambda prompt: script
 
 
-def _reply(name: str, description: str, script: Script, delay: float = 0.0) -> Scenario:
-    return Scenario(name=name, description=description, delay=delay, _build=_fixed(script))
+def _reply(
+    name: str, description: str, script: Script, delay: float = 0.0, first_byte_delay: float = 0.0
+) -> Scenario:
+    return Scenario(
+        name=name,
+        description=description,
+        delay=delay,
+        first_byte_delay=first_byte_delay,
+        _build=_fixed(script),
+    )
 
 
 def _both(code: str) -> dict[str, str]:
@@ -475,6 +540,71 @@ _SCENARIO_LIST: list[Scenario] = [
         _script(*HELLO, Finish("stop")),
         delay=SLOW_TOKEN_DELAY,
     ),
+    _reply(
+        "reasoning-text-tools",
+        "reasoning, then text, then two tool calls, in one reply",
+        _script(
+            *_reasonings("Two", " lookups", " needed."),
+            *_texts("Checking", " both."),
+            Tool(0, "call_w", "get_weather", '{"city": '),
+            Tool(0, None, None, '"Paris"}'),
+            Tool(1, "call_t", "get_time", '{"timezone": "Europe/Paris"}'),
+            Finish("tool_calls"),
+        ),
+    ),
+    _reply(
+        "slow-first-byte",
+        f"the text reply after {FIRST_BYTE_SECONDS:g} s without a byte (not even the headers)",
+        _script(*HELLO, Finish("stop")),
+        first_byte_delay=FIRST_BYTE_SECONDS,
+    ),
+    # --- dialects of real OpenAI-compatible servers (and one of Anthropic's) ---
+    _reply(
+        "dialect-content-parts",
+        "reasoning and text as delta.content lists of typed parts (Mistral thinking parts)",
+        _script(
+            *_reasonings("Think", "ing", " in parts."),
+            *_texts("Parts", " are", " text."),
+            Finish("stop"),
+            dialect="content-parts",
+        ),
+    ),
+    _reply(
+        "dialect-reasoning-details",
+        "reasoning as delta.reasoning_details[] (later fragments also as delta.reasoning), then text",
+        _script(
+            *_reasonings("Details", " first,", " then", " both."),
+            *_texts("Done", " thinking."),
+            Finish("stop"),
+            dialect="reasoning-details",
+        ),
+    ),
+    _reply(
+        "dialect-xai-usage",
+        "reasoning then text; usage whose completion_tokens leaves the reasoning tokens out (xAI)",
+        _script(
+            *_reasonings("Counting", " apart."),
+            *_texts("Tokens", " add", " up."),
+            Finish("stop"),
+            usage=WireUsage(PROMPT_TOKENS, 25, reasoning=20),
+            dialect="xai-usage",
+        ),
+    ),
+    _reply(
+        "dialect-done-no-blank-line",
+        "the text reply whose final data: [DONE] has no closing blank line",
+        _script(*HELLO, Finish("stop"), dialect="done-no-blank-line"),
+    ),
+    _reply(
+        "dialect-usage-iterations",
+        "text; Anthropic usage with iterations[] (a compaction iteration, then the message)",
+        _script(
+            *_texts("Compacted", " hello."),
+            Finish("stop"),
+            usage=WireUsage(PROMPT_TOKENS + 3000, 2 + 180, compaction=(3000, 180)),
+            dialect="usage-iterations",
+        ),
+    ),
     # --- faults ---
     _http_fault(
         "fault-401",
@@ -567,6 +697,12 @@ _SCENARIO_LIST: list[Scenario] = [
         "2 text deltas, then an error object inside the 200 stream",
         _both("SERVER"),
         _script(*HELLO[:2], StreamError()),
+    ),
+    _stream_fault(
+        "fault-cut-before-usage",
+        "3 text deltas and the stop, then the stream ends before usage and the end marker",
+        _both("STREAM_CLOSED"),
+        _script(*HELLO[:3], CutBeforeUsage("stop")),
     ),
     _stream_fault(
         "fault-content-filter",

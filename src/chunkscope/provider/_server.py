@@ -21,6 +21,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._app import MAX_REQUEST_BYTES, REQUEST_TIMEOUT, ProviderState, build_app, install_log_filter
+from ._recorder import ReceivedRequest, RequestLog
 
 __all__ = ["LocalProvider"]
 
@@ -102,8 +103,10 @@ class LocalProvider:
     ``OpenAICompatAdapter`` take). The request's ``model`` picks a scenario of
     ``SCENARIOS`` (``docs/scenarios.md``); ``token_delay`` is the pause in
     seconds between streamed events for every scenario. Any API key is
-    accepted and none is logged. ``stop()`` ends streams still open (a stalled
-    one included) and returns within a second or so.
+    accepted and none is logged. ``requests`` lists what was received
+    (credential headers redacted), for tests and the conformance kit.
+    ``stop()`` ends streams still open (a stalled one included) and returns
+    within a second or so.
 
     Hostile clients are bounded: a request body over ``max_request_bytes``
     (default 8 MiB) is answered 413, a body that is not JSON or is nested too
@@ -139,6 +142,8 @@ class LocalProvider:
         self._state: ProviderState | None = None
         self._bound_port: int | None = None
         self._lock = threading.Lock()
+        self.request_log = RequestLog()
+        """Every request received (headers without secrets, JSON body, how it ended)."""
 
     # --- addresses -------------------------------------------------------------
 
@@ -161,6 +166,11 @@ class LocalProvider:
     def base_url(self) -> str:
         """``url + "/v1"`` (OpenAI SDK ``base_url``)."""
         return self.url + "/v1"
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """The requests received so far (the last 1000), oldest first; credentials never stored."""
+        return self.request_log.snapshot()
 
     def __repr__(self) -> str:
         where = self.url if self._bound_port is not None else "not running"
@@ -189,7 +199,7 @@ class LocalProvider:
             )
             protocol = type("_ProviderH11", (_HeadDeadline,), {"head_timeout": self.request_timeout})
             config = uvicorn.Config(
-                build_app(state),
+                self.request_log.wrap(build_app(state)),
                 log_config=None,
                 log_level="warning",
                 access_log=False,

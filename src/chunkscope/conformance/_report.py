@@ -1,0 +1,260 @@
+"""The conformance report: one row per case (a scenario, the abort, the refusal), one cell per check.
+
+``ConformanceReport`` is plain data (frozen dataclasses): ``ok``,
+``summary()``, ``failures``, ``to_frame()`` (pandas, imported on first use),
+``to_junit(path)`` and a static HTML grid for notebooks and saved pages. The
+interactive grid (click a row, see its timeline) is the notebook layer's
+``ConformanceGrid``, registered for this type when a kernel imports
+chunkscope.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chunkscope.protocol import StreamResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from chunkscope.provider import ReceivedRequest
+
+__all__ = ["CHECKS", "CaseResult", "CheckResult", "ConformanceReport"]
+
+CHECKS: dict[str, str] = {
+    "strict": "the chunks break no rule of the strict profile",
+    "dsh": "the chunks break no rule of the dsh profile (the TypeScript reference's invariant)",
+    "content": "the assembled text, reasoning and tool calls equal the scenario's script",
+    "usage": "the reported usage equals the scenario's",
+    "outcome": "the finish kind, or the LlmError code, is the documented one",
+    "llm-error": "a failure is raised as an LlmError, never as another exception",
+    "partial": "the output delivered before a mid-stream fault is kept",
+    "request": "the request carried the attribution headers and the caller's options",
+    "abort": "an abort ends the stream within 100 ms, as ABORTED",
+    "connection": "the aborted request's connection is closed at once (seen by the provider)",
+    "refusal": "options the adapter cannot honour are refused before any request is sent",
+}
+"""Every check's id and what it verifies, in the grid's column order."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One cell of the grid: a check applied to one case.
+
+    ``sentence`` says what held (on a pass) or what the adapter's author
+    should fix (on a failure); ``position`` is the chunk the finding points
+    at, when there is one.
+    """
+
+    case: str
+    check: str
+    passed: bool
+    expected: str
+    observed: str
+    sentence: str
+    position: int | None = None
+
+    def __str__(self) -> str:
+        mark = "PASS" if self.passed else "FAIL"
+        return f"{mark} {self.case} · {self.check}: {self.sentence}"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One row: the case's name, the scenario it ran, its checks, and what the stream produced."""
+
+    name: str
+    scenario: str
+    description: str
+    checks: tuple[CheckResult, ...]
+    result: StreamResult | None = field(default=None, repr=False, compare=False)
+    requests: tuple[ReceivedRequest, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when every applicable check passed."""
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        """The failed checks, in column order."""
+        return [c for c in self.checks if not c.passed]
+
+    def check(self, name: str) -> CheckResult | None:
+        """The cell for check ``name``, or None when it does not apply to this case."""
+        for c in self.checks:
+            if c.check == name:
+                return c
+        return None
+
+
+@dataclass(frozen=True)
+class ConformanceReport:
+    """What ``conformance()`` found: one ``CaseResult`` per case, on one wire, for one adapter."""
+
+    wire: str
+    adapter: str
+    cases: tuple[CaseResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every check of every case passed."""
+        return all(case.ok for case in self.cases)
+
+    @property
+    def checks(self) -> list[str]:
+        """The check ids that apply to at least one case, in column order."""
+        used = {c.check for case in self.cases for c in case.checks}
+        return [name for name in CHECKS if name in used]
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        """Every failed check, row by row."""
+        return [c for case in self.cases for c in case.failures]
+
+    def case(self, name: str) -> CaseResult:
+        """The row named ``name`` (KeyError naming the rows when there is none)."""
+        for case in self.cases:
+            if case.name == name:
+                return case
+        raise KeyError(f"no case {name!r}; the cases are {[c.name for c in self.cases]}")
+
+    def counts(self) -> tuple[int, int]:
+        """(checks passed, checks run)."""
+        cells = [c for case in self.cases for c in case.checks]
+        return sum(c.passed for c in cells), len(cells)
+
+    def headline(self) -> str:
+        """One line: the verdict and its numbers."""
+        passed, total = self.counts()
+        rows = len(self.cases)
+        good = sum(case.ok for case in self.cases)
+        verdict = "conforms" if self.ok else "does not conform"
+        return (
+            f"{self.adapter} {verdict} on the {self.wire} wire: "
+            f"{good}/{rows} cases clean, {passed}/{total} checks pass"
+        )
+
+    def summary(self) -> str:
+        """The headline, then one line per failed check with what to fix."""
+        lines = [self.headline()]
+        lines.extend(f"  ✗ {c.case} · {c.check}: {c.sentence}" for c in self.failures)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        passed, total = self.counts()
+        return (
+            f"ConformanceReport(wire={self.wire!r}, adapter={self.adapter!r}, ok={self.ok}, "
+            f"cases={len(self.cases)}, checks_passed={passed}/{total})"
+        )
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per case and check: case, scenario, wire, check, passed, expected, observed, sentence."""
+        return [
+            {
+                "case": case.name,
+                "scenario": case.scenario,
+                "wire": self.wire,
+                "check": c.check,
+                "passed": c.passed,
+                "expected": c.expected,
+                "observed": c.observed,
+                "sentence": c.sentence,
+            }
+            for case in self.cases
+            for c in case.checks
+        ]
+
+    def to_frame(self) -> pd.DataFrame:
+        """A pandas frame, one row per case and check (string columns, a bool ``passed``)."""
+        import pandas as pd
+
+        columns = ["case", "scenario", "wire", "check", "passed", "expected", "observed", "sentence"]
+        frame = pd.DataFrame(self.to_records(), columns=columns)
+        dtypes: dict[str, Any] = {name: "string" for name in columns if name != "passed"}
+        dtypes["passed"] = "bool"
+        return frame.astype(dtypes)
+
+    def to_junit(self, path: str | Path) -> Path:
+        """Write JUnit XML (one testcase per case; a failure lists its failed checks); return the path."""
+        failures = sum(not case.ok for case in self.cases)
+        suite = ET.Element(
+            "testsuite",
+            name=f"chunkscope conformance ({self.wire})",
+            tests=str(len(self.cases)),
+            failures=str(failures),
+            errors="0",
+            skipped="0",
+        )
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="adapter", value=self.adapter)
+        for case in self.cases:
+            element = ET.SubElement(
+                suite, "testcase", classname=f"chunkscope.conformance.{self.wire}", name=case.name
+            )
+            if not case.ok:
+                failed = case.failures
+                failure = ET.SubElement(
+                    element,
+                    "failure",
+                    message="; ".join(f"{c.check}: {c.sentence}" for c in failed),
+                    type="ConformanceFailure",
+                )
+                failure.text = "\n".join(
+                    f"{c.check}: {c.sentence}\n  expected: {c.expected}\n  observed: {c.observed}"
+                    for c in failed
+                )
+        target = Path(path)
+        ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
+        return target
+
+    def _repr_html_(self) -> str:
+        return grid_html(self)
+
+
+GRID_CSS = """
+.cs-grid{font:12px/1.4 system-ui,sans-serif;border-collapse:collapse;margin:4px 0}
+.cs-grid th,.cs-grid td{border:1px solid #ddd;padding:2px 6px;text-align:center}
+.cs-grid th.cs-case,.cs-grid td.cs-case{text-align:left;font-family:ui-monospace,monospace}
+.cs-grid td.cs-pass{background:#d9f2dd;color:#1b5e20}
+.cs-grid td.cs-fail{background:#f8d4d4;color:#b71c1c;font-weight:600}
+.cs-grid td.cs-na{background:#f4f4f4;color:#aaa}
+.cs-grid-head{font:600 13px system-ui,sans-serif;margin:4px 0}
+.cs-grid-head.cs-ok{color:#1b5e20}.cs-grid-head.cs-bad{color:#b71c1c}
+"""
+
+
+def grid_html(report: ConformanceReport, *, static: bool = True) -> str:
+    """The grid as escaped, script-free HTML: scenarios down, checks across, a title on every cell."""
+    checks = report.checks
+    head = "".join(f'<th title="{escape(CHECKS[c])}">{escape(c)}</th>' for c in checks)
+    rows = []
+    for case in report.cases:
+        cells = []
+        for name in checks:
+            cell = case.check(name)
+            if cell is None:
+                cells.append('<td class="cs-na" title="does not apply">·</td>')
+            else:
+                cls, mark = ("cs-pass", "✓") if cell.passed else ("cs-fail", "✗")
+                title = escape(cell.sentence)
+                cells.append(f'<td class="{cls}" data-check="{escape(name)}" title="{title}">{mark}</td>')
+        rows.append(
+            f'<tr data-case="{escape(case.name)}"><td class="cs-case" title="{escape(case.description)}">'
+            f"{escape(case.name)}</td>{''.join(cells)}</tr>"
+        )
+    verdict = "cs-ok" if report.ok else "cs-bad"
+    static_class = " cs-static" if static else ""
+    return (
+        f"<style>{GRID_CSS}</style>"
+        f'<div class="cs-conformance{static_class}">'
+        f'<div class="cs-grid-head {verdict}">{escape(report.headline())}</div>'
+        f'<table class="cs-grid"><thead><tr><th class="cs-case">case</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )

@@ -1,0 +1,88 @@
+"""The conformance grid widget in Python: its picture, the opened case's timeline, its displays."""
+
+from __future__ import annotations
+
+import json
+import types
+from typing import Any
+
+import pytest
+from skeleton import make_skeleton
+
+import chunkscope as cs
+from chunkscope.conformance import ConformanceReport
+from chunkscope.notebook._conformance_grid import ConformanceGrid, case_state, grid_state
+from chunkscope.notebook._grid_display import _display, enable_grid
+
+
+@pytest.fixture(scope="module")
+def report() -> ConformanceReport:
+    return cs.conformance(make_skeleton, scenarios=["text", "fault-401", "refuse-unsupported-options"])
+
+
+def test_the_grid_has_a_row_per_case_a_column_per_check_and_none_where_a_check_does_not_apply(
+    report: ConformanceReport,
+) -> None:
+    state = grid_state(report)
+    assert [row["name"] for row in state["rows"]] == ["text", "fault-401", "refuse-unsupported-options"]
+    ids = [c["id"] for c in state["checks"]]
+    assert ids == report.checks
+    text = dict(zip(ids, state["rows"][0]["cells"], strict=True))
+    assert text["content"] == {"passed": False, "sentence": report.case("text").check("content").sentence}  # type: ignore[union-attr]
+    assert text["dsh"]["passed"] is True and text["refusal"] is None
+    assert state["ok"] is False and state["headline"] == report.headline()
+
+
+def test_opening_a_case_loads_its_stream_with_every_failed_check_marked(report: ConformanceReport) -> None:
+    grid = ConformanceGrid(report)
+    assert grid.timeline.layout.display == "none"  # nothing opened yet
+    timeline = grid.show_case("text")
+    assert grid.selected == "text" and timeline.layout.display is None
+    state = json.loads(timeline._state)
+    assert state["title"] == "text (openai wire)"
+    rules = [v[1] for v in state["violations"]]
+    assert "finish-consistency" in rules  # the strict violation, at its chunk
+    assert {"conformance:content", "conformance:usage", "conformance:request"} <= set(rules)
+    assert "conformance:strict" not in rules  # not twice
+    first_run = state["run"]
+    grid.show_case("fault-401")
+    again = json.loads(timeline._state)
+    assert again["run"] == first_run + 1 and again["error"]["code"] == "PROVIDER_HTTP_ERROR"
+    assert [v[1] for v in again["violations"]] == ["conformance:outcome", "conformance:request"]
+    with pytest.raises(KeyError, match="no case 'nope'"):
+        grid.show_case("nope")
+
+
+def test_a_click_from_the_front_end_is_a_change_of_selected(report: ConformanceReport) -> None:
+    grid = ConformanceGrid(report)
+    grid.selected = "refuse-unsupported-options"  # what the ES module's model.set does
+    assert "conformance:refusal" in grid.timeline._state
+
+
+def test_case_state_points_a_failure_at_its_chunk_when_it_has_one(report: ConformanceReport) -> None:
+    state = case_state(report.case("text"), "openai")
+    assert state["status"] == "done" and len(state["records"]) == 1
+    assert all(v[0] is None for v in state["violations"] if v[1].startswith("conformance:"))
+
+
+def test_the_display_carries_the_widget_and_a_static_grid_for_saved_notebooks(
+    report: ConformanceReport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
+    ConformanceGrid(report)._ipython_display_()
+    (data,) = shown
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert 'class="cs-conformance cs-static"' in data["text/html"]
+    assert data["text/plain"].startswith("ConformanceGrid(HttpAdapter does not conform")
+
+
+def test_a_displayed_report_becomes_the_grid_in_a_kernel(report: ConformanceReport) -> None:
+    from IPython.core.formatters import IPythonDisplayFormatter
+
+    formatter = IPythonDisplayFormatter()
+    shell = types.SimpleNamespace(
+        display_formatter=types.SimpleNamespace(ipython_display_formatter=formatter)
+    )
+    assert enable_grid(shell) is True
+    assert formatter.lookup(report) is _display
