@@ -52,7 +52,8 @@ _EXPORTS: dict[str, str] = {
     # usage (issue 9): loads pandas on first use, never at `import chunkscope`
     **dict.fromkeys(
         [
-            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning",
+            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "batch", "plot_usage",
+            "read_parquet", "to_parquet", "read_recordings", "to_inclusive", "to_disjoint", "OTEL_ATTRIBUTES",
         ],
         ".usage",
     ),
@@ -130,6 +131,14 @@ __all__ = [
     "PriceTable",
     "Price",
     "UnpricedModelWarning",
+    "batch",
+    "plot_usage",
+    "read_parquet",
+    "to_parquet",
+    "read_recordings",
+    "to_inclusive",
+    "to_disjoint",
+    "OTEL_ATTRIBUTES",
 ]
 
 
@@ -203,4 +212,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._messages import Message, parse_message
     from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
     from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
-    from .usage import Price, PriceTable, UnpricedModelWarning, UsageLog, summary
+    from .usage import (
+        OTEL_ATTRIBUTES,
+        Price,
+        PriceTable,
+        UnpricedModelWarning,
+        UsageLog,
+        batch,
+        plot_usage,
+        read_parquet,
+        read_recordings,
+        summary,
+        to_disjoint,
+        to_inclusive,
+        to_parquet,
+    )
