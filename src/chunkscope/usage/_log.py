@@ -162,7 +162,7 @@ class UsageLog:
         errors = sum(1 for v in result.violations if v.severity == "error")
         timings = result.timings
         tag_text = _tags_json(tags)
-        cost = self.prices.cost_of(provider, model, usage) if self.prices is not None else None
+        quote = self.prices.quote(provider, model, usage) if self.prices is not None else None
         with self._lock:
             self._call_id.append(call_id)
             self._attempt.append(attempt)
@@ -185,7 +185,7 @@ class UsageLog:
             self._violations.append(errors)
             self._warnings.append(len(result.violations) - errors)
             self._n += 1
-            _add_totals(self._totals, final, error_code, counts, cost)
+            _add_totals(self._totals, final, error_code, counts, quote)
             listeners = list(self._listeners)
             sink = self._sink
         if sink is not None:
@@ -240,6 +240,10 @@ class UsageLog:
         with self._lock:
             totals = dict(self._totals)
             totals["errors_by_code"] = dict(self._totals["errors_by_code"])
+            currencies = sorted(self._totals["currencies"])
+        del totals["currencies"]
+        # Costs in several currencies do not add up: the sum is then labelled with all of them.
+        totals["currency"] = ", ".join(currencies) if currencies else None
         billed = totals["billed_input_tokens"]
         totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed else None
         if totals["priced_rows"] == 0:
@@ -316,6 +320,7 @@ def _zero_totals() -> dict[str, Any]:
         cost=0.0,
         priced_rows=0,
         unpriced_rows=0,
+        currencies=set(),
     )
     return totals
 
@@ -325,7 +330,7 @@ def _add_totals(
     final: bool,
     error_code: str | None,
     counts: tuple[int | None, ...],
-    cost: float | None,
+    quote: tuple[float, str] | None,
 ) -> None:
     totals["attempts"] += 1
     if final:
@@ -339,9 +344,10 @@ def _add_totals(
             totals[name] += value
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
-    if cost is not None:
-        totals["cost"] += cost
+    if quote is not None:
+        totals["cost"] += quote[0]
         totals["priced_rows"] += 1
+        totals["currencies"].add(quote[1])
     elif counts[0] is not None:
         totals["unpriced_rows"] += 1
 

@@ -125,6 +125,13 @@ class PriceTable:
                 )
         return found
 
+    def quote(self, provider: str, model: str, usage: TokenUsage | None) -> tuple[float, str] | None:
+        """``(cost, currency)`` of one attempt; None without usage or without a price (warned once)."""
+        if usage is None:
+            return None
+        found = self._lookup(provider, model)
+        return None if found is None else (found.cost(usage), found.currency)
+
     def cost_of(self, provider: str, model: str, usage: TokenUsage | None) -> float | None:
         """The cost of one attempt; None without usage or without a price (warned once per model)."""
         if usage is None:
