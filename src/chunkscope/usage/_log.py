@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
 from chunkscope.protocol import LlmError, StreamResult, collect
@@ -364,10 +365,9 @@ def _ints(values: array[int], start: int, stop: int) -> np.ndarray[Any, Any]:
 
 
 def _nullable_int(values: np.ndarray[Any, Any]) -> pd.arrays.IntegerArray:
+    # ``values`` is the snapshot's own copy: the sentinel is overwritten in place.
     mask = values == _MISSING
-    if mask.any():
-        values = values.copy()
-        values[mask] = 0
+    values[mask] = 0
     return pd.arrays.IntegerArray(values, mask)
 
 
@@ -381,28 +381,32 @@ def _nullable_float(
 
 
 def _build(snap: dict[str, Any]) -> pd.DataFrame:
+    # After this, each count array holds 0 where its mask is set (see _nullable_int).
     counts = {name: _nullable_int(values) for name, values in snap["counts"].items()}
-    raw = snap["counts"]
-    has_input = raw["input_tokens"] != _MISSING
-    read = np.where(raw["cache_read_tokens"] == _MISSING, 0, raw["cache_read_tokens"])
-    write = np.where(raw["cache_write_tokens"] == _MISSING, 0, raw["cache_write_tokens"])
-    billed_values = np.where(has_input, raw["input_tokens"], 0) + read + write
+    has_input = ~counts["input_tokens"]._mask
+    read = counts["cache_read_tokens"]
+    billed_values = (
+        counts["input_tokens"]._data + read._data + counts["cache_write_tokens"]._data
+    )
     billed = pd.arrays.IntegerArray(billed_values, ~has_input)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = raw["cache_read_tokens"] / billed_values
-        rate_mask = ~has_input | (raw["cache_read_tokens"] == _MISSING) | (billed_values <= 0)
+        rate = read._data / billed_values
+        rate_mask = ~has_input | read._mask | (billed_values <= 0)
         ttfc = snap["ttfc"]
         duration = snap["duration"]
-        generating = duration - np.where(np.isnan(ttfc), 0.0, ttfc)
-        speed = raw["output_tokens"] / generating
-        speed_mask = (raw["output_tokens"] == _MISSING) | np.isnan(ttfc) | ~(generating > 0)
+        no_first = np.isnan(ttfc)
+        generating = duration - np.where(no_first, 0.0, ttfc)
+        output = counts["output_tokens"]
+        speed = output._data / generating
+        speed_mask = output._mask | no_first | ~(generating > 0)
     micros = snap["started"] * 1e6
     started_mask = np.isnan(micros)
     stamps = np.where(started_mask, _MISSING, np.round(np.where(started_mask, 0, micros))).astype(np.int64)
     started = pd.Series(stamps.view("datetime64[us]")).dt.tz_localize("UTC")
     final = snap["final"]
     columns: dict[str, Any] = {
-        "call_id": pd.array(snap["call_id"], dtype=COLUMNS["call_id"]),
+        # Through pyarrow directly: pandas' own string validation would triple the cost.
+        "call_id": pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(snap["call_id"], pa.large_string())])),
         "attempt": snap["attempt"],
         "final": final,
         "retried": ~final,
