@@ -11,11 +11,11 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from usage_helpers import text_chunks
 
 from chunkscope.adapters import GenerateOptions, RecordingAdapter, ScriptedAdapter
 from chunkscope.protocol import FinishReason, LlmError, StreamResult, Timings, TokenUsage, collect
 from chunkscope.usage import COLUMNS, Price, PriceTable, UsageLog, read_parquet, read_recordings, to_parquet
-from conftest import text_chunks
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DAY1 = 1_780_000_000.0  # 2026-05-28 UTC

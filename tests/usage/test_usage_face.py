@@ -13,14 +13,14 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 def test_import_chunkscope_and_the_protocol_do_not_import_pandas() -> None:
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {str(SRC)!r})\n"
         "import chunkscope, chunkscope.protocol, chunkscope.adapters\n"
         "chunkscope.collect, chunkscope.show\n"
         "assert 'pandas' not in sys.modules, 'pandas imported'\n"
         "assert 'pyarrow' not in sys.modules, 'pyarrow imported'\n"
         "chunkscope.UsageLog\n"
         "assert 'pandas' in sys.modules\n"
-    ) % str(SRC)
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
