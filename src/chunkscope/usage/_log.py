@@ -26,7 +26,7 @@ import pyarrow as pa
 from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
 from chunkscope.protocol import LlmError, StreamResult, collect
 
-from ._schema import COLUMNS, COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
 if TYPE_CHECKING:
     from ._prices import PriceTable
