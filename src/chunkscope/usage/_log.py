@@ -364,6 +364,10 @@ def _ints(values: array[int], start: int, stop: int) -> np.ndarray[Any, Any]:
     return np.frombuffer(values, dtype=np.int64)[start:stop].copy()
 
 
+def _strings(values: list[str]) -> pd.arrays.ArrowStringArray:
+    return pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(values, pa.large_string())]))
+
+
 def _nullable_int(values: np.ndarray[Any, Any]) -> pd.arrays.IntegerArray:
     # ``values`` is the snapshot's own copy: the sentinel is overwritten in place.
     mask = values == _MISSING
@@ -406,7 +410,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
     final = snap["final"]
     columns: dict[str, Any] = {
         # Through pyarrow directly: pandas' own string validation would triple the cost.
-        "call_id": pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(snap["call_id"], pa.large_string())])),
+        "call_id": _strings(snap["call_id"]),
         "attempt": snap["attempt"],
         "final": final,
         "retried": ~final,

@@ -230,9 +230,8 @@ def _zero_filled(column: pd.Series) -> np.ndarray[Any, Any]:
     """A count column as float64 with missing counts as 0 (fast for the masked Int64 columns)."""
     array = column.array
     if isinstance(array, pd.arrays.IntegerArray):
-        values = array._data.astype(np.float64)
-        values[array._mask] = 0.0
-        return values
+        values: np.ndarray[Any, Any] = np.asarray(array._data, dtype=np.float64)
+        return np.where(array._mask, 0.0, values)
     return np.asarray(column.fillna(0).to_numpy(dtype=np.float64))
 
 
