@@ -27,7 +27,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "runtime": {"protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
     "provider": {"protocol", "provider"},
-    "usage": {"protocol", "usage"},
+    "usage": {"protocol", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance": {"protocol", "adapters", "provider", "conformance"},
     "testing": {"protocol", "testing"},
@@ -46,7 +46,10 @@ LIBRARIES: dict[str, set[str] | None] = {
     "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
     "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
-    "usage": {"pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb"},
+    "usage": {
+        "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",
+        "zstandard", "dask", "distributed",
+    },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance": {"pandas", "pytest", "_pytest", "typing_extensions", "exceptiongroup"},
     "testing": {"pydantic", "hypothesis"},

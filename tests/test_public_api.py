@@ -132,7 +132,7 @@ def test_the_protocol_face_lists_its_names_by_hand_and_keeps_helpers_private() -
 
 
 def test_usage_sink_and_stream_inspector_are_public_at_both_faces() -> None:
-    from chunkscope.protocol._sink import UsageSink
+    from chunkscope.protocol._assembly import UsageSink
 
     assert protocol.UsageSink is UsageSink is chunkscope.UsageSink
     assert protocol.StreamInspector is chunkscope.StreamInspector

@@ -56,6 +56,14 @@ _EXPORTS: dict[str, str] = {
         ".conformance",
     ),
     "ConformanceGrid": ".notebook",
+    # usage (issue 9): loads pandas on first use, never at `import chunkscope`
+    **dict.fromkeys(
+        [
+            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "batch", "plot_usage",
+            "read_parquet", "to_parquet", "read_recordings", "to_inclusive", "to_disjoint", "OTEL_ATTRIBUTES",
+        ],
+        ".usage",
+    ),
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -158,3 +166,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .provider import LocalProvider as LocalProvider
     from .provider import Scenario as Scenario
     from .provider import get_scenario as get_scenario
+    from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
+    from .usage import Price as Price
+    from .usage import PriceTable as PriceTable
+    from .usage import UnpricedModelWarning as UnpricedModelWarning
+    from .usage import UsageLog as UsageLog
+    from .usage import batch as batch
+    from .usage import plot_usage as plot_usage
+    from .usage import read_parquet as read_parquet
+    from .usage import read_recordings as read_recordings
+    from .usage import summary as summary
+    from .usage import to_disjoint as to_disjoint
+    from .usage import to_inclusive as to_inclusive
+    from .usage import to_parquet as to_parquet

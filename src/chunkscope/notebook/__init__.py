@@ -22,12 +22,16 @@ from ._reprs import (
 )
 from ._state import state_from_result
 from ._static_html import render_fragment, render_page
+from ._usage_state import usage_html, usage_state
 
 __all__ = [
     "Timeline",
     "show",
     "FRAME_INTERVAL",
     "ConformanceGrid",
+    "UsageSummary",
+    "usage_html",
+    "usage_state",
     "ViolationList",
     "enable",
     "error_html",
@@ -46,6 +50,7 @@ _LAZY = {
     "show": "._timeline",
     "FRAME_INTERVAL": "._timeline",
     "ConformanceGrid": "._conformance_grid",
+    "UsageSummary": "._usage",
 }
 
 
@@ -60,6 +65,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from ._conformance_grid import ConformanceGrid
     from ._timeline import FRAME_INTERVAL, Timeline, show
+    from ._usage import UsageSummary
 
 enable()
 

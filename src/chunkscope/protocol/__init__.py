@@ -8,7 +8,7 @@ internal helper that may change without notice.
 
 from __future__ import annotations
 
-from ._assembly import BlockAssembler, StreamInspector, StreamResult, Timings, collect
+from ._assembly import BlockAssembler, StreamInspector, StreamResult, Timings, UsageSink, collect
 from ._checker import Checker
 from ._chunks import (
     CHUNK_TYPES,
@@ -42,7 +42,6 @@ from ._chunks import (
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
 from ._jsonl import ChunkFileError, read_chunks, write_chunks
 from ._messages import Message, Role, parse_message
-from ._sink import UsageSink
 from ._validate import ValidatedStream, check, validated
 from ._violations import PROFILES, RULES, Profile, Rule, Severity, Violation
 
@@ -105,6 +104,6 @@ __all__ = [
     "ChunkFileError",
     "read_chunks",
     "write_chunks",
-    # finished-stream sinks (_sink)
+    # where finished streams are reported (_assembly)
     "UsageSink",
 ]

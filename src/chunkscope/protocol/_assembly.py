@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -45,7 +45,7 @@ from ._messages import Message
 from ._sources import close_source, open_source
 from ._violations import Violation
 
-__all__ = ["BlockAssembler", "StreamInspector", "StreamResult", "Timings", "collect"]
+__all__ = ["BlockAssembler", "StreamInspector", "StreamResult", "Timings", "UsageSink", "collect"]
 
 _STOP = FinishReason(kind="stop")
 
@@ -257,11 +257,16 @@ class BlockAssembler:
 
 @dataclass
 class Timings:
-    """When chunks arrived, in seconds since ``collect`` started."""
+    """When chunks arrived, in seconds since ``collect`` started.
+
+    ``started_at`` is the wall-clock start (POSIX seconds, UTC; ``time.time()``),
+    None when unknown; the other fields come from the monotonic clock.
+    """
 
     first_chunk_s: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     total_s: float = 0.0
+    started_at: float | None = None
 
 
 @dataclass
@@ -450,11 +455,38 @@ class StreamInspector:
         )
 
 
+# Lives beside StreamResult (not in a module of its own) so the two need no import cycle.
+@runtime_checkable
+class UsageSink(Protocol):
+    """Anything that takes one finished attempt's ``StreamResult``.
+
+    ``call_id`` groups the attempts of one logical call (retries share it);
+    ``attempt`` counts from 1; ``final`` is False for an attempt that was
+    retried. Implementations must be safe to call from several tasks and threads.
+    """
+
+    def record(
+        self,
+        result: StreamResult,
+        *,
+        provider: str,
+        model: str,
+        tags: Mapping[str, str] | None = None,
+        call_id: str | None = None,
+        attempt: int = 1,
+        final: bool = True,
+    ) -> object: ...
+
+
 async def collect(
     stream: AsyncIterable[Any] | Iterable[Any],
     *,
     profile: str = "strict",
     clock: Callable[[], float] = time.perf_counter,
+    log: UsageSink | None = None,
+    provider: str = "unknown",
+    model: str = "unknown",
+    tags: Mapping[str, str] | None = None,
 ) -> StreamResult:
     """Consume ``stream`` (async or sync; models or seed-style dicts) into a ``StreamResult``.
 
@@ -463,13 +495,20 @@ async def collect(
     collection and lands in ``error`` (partial output kept; the end-of-stream
     check for a missing finish is then skipped — the error explains it);
     asyncio cancellation still propagates. ``clock`` (seconds) is injectable
-    for tests.
+    for tests; ``timings.started_at`` is the wall-clock start.
+
+    ``log`` (a ``UsageSink`` such as ``chunkscope.UsageLog``) records the
+    result as one attempt under ``provider`` / ``model`` / ``tags`` — a bare
+    stream does not know which provider and model produced it, so they read
+    ``"unknown"`` unless given. A cancelled collection is recorded too (as an
+    ``ABORTED`` error, partial output kept) before the cancellation propagates.
     """
     inspector = StreamInspector(profile)
     add = inspector.add
     times: list[float] = []
     mark = times.append
     error: LlmError | None = None
+    started_at = time.time()
     start = clock()
     iterator, is_async = open_source(stream)
     completed = False
@@ -491,12 +530,29 @@ async def collect(
         error = exc
     except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
         error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+    except BaseException:
+        if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
+            cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
+            partial = inspector.result(cancelled)
+            partial.timings = Timings(
+                first_chunk_s=times[0] if times else None,
+                chunk_times=times,
+                total_s=clock() - start,
+                started_at=started_at,
+            )
+            log.record(partial, provider=provider, model=model, tags=tags)
+        raise
     finally:
         if not completed:
             with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
                 await close_source(iterator)
     result = inspector.result(error)
     result.timings = Timings(
-        first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
+        first_chunk_s=times[0] if times else None,
+        chunk_times=times,
+        total_s=clock() - start,
+        started_at=started_at,
     )
+    if log is not None:
+        log.record(result, provider=provider, model=model, tags=tags)
     return result

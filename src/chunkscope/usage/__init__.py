@@ -1,0 +1,49 @@
+"""The usage layer: attempts → pandas DataFrames, summaries, costs, plots, Parquet.
+
+Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
+extra. The protocol and adapters layers never import this package.
+"""
+
+from __future__ import annotations
+
+from ._batch import batch
+from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
+from ._log import LoggedAdapter, UsageLog
+from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
+from ._plots import plot_usage, tokens_per_call
+from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
+from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
+from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
+from ._tags import expand_tags
+
+__all__ = [
+    "expand_tags",
+    "tokens_per_call",
+    "plot_usage",
+    "to_otel_attributes",
+    "to_otel",
+    "to_inclusive",
+    "to_disjoint",
+    "OTEL_ATTRIBUTES",
+    "batch",
+    "to_parquet",
+    "read_recordings",
+    "read_parquet",
+    "ParquetSink",
+    "COLUMNS",
+    "DEEPSEEK_EXAMPLE",
+    "FINISH_KINDS",
+    "LoggedAdapter",
+    "PHASES",
+    "Price",
+    "PriceTable",
+    "SUMMARY_COLUMNS",
+    "USAGE_SOURCES",
+    "UnpricedModelWarning",
+    "UsageLog",
+    "coerce",
+    "empty_frame",
+    "errors_by_code",
+    "latency_percentiles",
+    "summary",
+]
