@@ -32,9 +32,9 @@ from _anthropic_events import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkscope.adapters._anthropic_wire import AnthropicTranslator
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
+from chunkscope.adapters.anthropic.translate import AnthropicTranslator
 from chunkscope.protocol._assembly import collect
 from chunkscope.protocol._chunks import (
     AnyChunk,
@@ -138,7 +138,7 @@ def _run(events: list[Event]) -> tuple[list[AnyChunk], LlmError | None]:
     out: list[AnyChunk] = []
     try:
         for name, data in events:
-            out.extend(translator.feed(name, data))
+            out.extend(translator.feed_parsed(name, data))
         translator.close()
     except LlmError as exc:
         return out, exc

@@ -35,7 +35,7 @@ from chunkscope.protocol._chunks import (
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._messages import Message
 
-from ._base import GenerateOptions, ReasoningEffort, ReasoningInfo
+from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
