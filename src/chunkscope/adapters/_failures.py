@@ -163,8 +163,6 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
     stream), ``detail`` the code/type/message text, ``error_type`` the error
     object's ``type`` when the wire names one.
     """
-    if status is not None and 200 <= status <= 299:
-        status = None  # an error event inside a successful stream: the object decides
     if status in (401, 403):
         return "AUTH"
     kind = (error_type or "").lower()
@@ -340,8 +338,8 @@ def request_id(headers: Mapping[str, str]) -> str | None:
     """The provider's request id (``x-request-id``, ``request-id``, …), if any."""
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
-        if value:
-            return value
+        if value is not None:
+            return value or None  # present but empty: no id (never another header's)
     return None
 
 
@@ -394,7 +392,7 @@ def stream_error(
     if obj is not None:
         for key in ("status", "code", "status_code"):
             value = obj.get(key)
-            if type(value) is int and 100 <= value <= 599:
+            if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
                 status = value
                 break
     error_type = _error_type(obj)
