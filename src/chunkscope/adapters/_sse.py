@@ -121,12 +121,22 @@ class SseDecoder:
     ``feed(data)`` returns the events completed by ``data``; ``end()`` returns
     an event left unterminated at the end of the body. Reads may split
     anywhere (inside a UTF-8 sequence, between CR and LF). An event whose raw
-    text exceeds ``max_event_bytes`` raises ``ValueError`` at once, so one
-    endless line never piles up in memory. Comment lines go to ``comments``
+    text exceeds ``max_event_bytes`` sets ``failure`` (a ``ValueError``) as
+    soon as it is seen, so one endless line never piles up in memory; the
+    events before it are still returned, and every later ``feed`` raises it. Comment lines go to ``comments``
     (when ``keep_comments``). Invalid UTF-8 becomes U+FFFD, as in a browser.
     """
 
-    __slots__ = ("_cr", "_parts", "_size", "_started", "comments", "keep_comments", "max_event_bytes")
+    __slots__ = (
+        "_cr",
+        "_parts",
+        "_size",
+        "_started",
+        "comments",
+        "failure",
+        "keep_comments",
+        "max_event_bytes",
+    )
 
     def __init__(
         self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, keep_comments: bool = False
@@ -138,9 +148,12 @@ class SseDecoder:
         self._size = 0
         self._cr = False  # the previous read ended in CR (maybe half of CRLF)
         self._started = False
+        self.failure: ValueError | None = None
 
     def feed(self, data: bytes) -> list[SseEvent]:
-        """The events ``data`` completes (raises ``ValueError`` past ``max_event_bytes``)."""
+        """The events ``data`` completes, up to an event past ``max_event_bytes`` (then ``failure``)."""
+        if self.failure is not None:
+            raise self.failure
         if not self._started:
             if not data:
                 return []
@@ -153,6 +166,8 @@ class SseDecoder:
         if parts:
             if b"\n" not in data:
                 self._hold(data)
+                if self.failure is not None:
+                    raise self.failure
                 return []
             parts.append(data)
             data = b"".join(parts)
@@ -166,7 +181,10 @@ class SseDecoder:
         limit = self.max_event_bytes
         for block in blocks:
             if len(block) > limit:
-                raise ValueError(f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes")
+                self.failure = ValueError(
+                    f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes"
+                )
+                return events
             # The common event, one ``data: `` line, takes no line parsing at all.
             if block.startswith(b"data: ") and b"\n" not in block:
                 events.append(("message", block[6:].decode("utf-8", "replace")))
@@ -190,9 +208,10 @@ class SseDecoder:
         if self._size > self.max_event_bytes:
             self._parts.clear()
             size, self._size = self._size, 0
-            raise ValueError(
+            self.failure = ValueError(
                 f"an SSE event of more than {size} bytes exceeds the limit of {self.max_event_bytes} bytes"
             )
+            return
         self._parts.append(data)
 
     def _normalise(self, data: bytes) -> bytes:
@@ -675,6 +694,8 @@ class SseAdapter(LlmAdapter):
                                     guard.check()
                         if done:
                             break
+                        if decoder.failure is not None:
+                            raise decoder.failure
                 if not done:
                     for event in decoder.end():
                         if _complete(event[1]):  # a last event without its blank line, whole
