@@ -455,3 +455,31 @@ def test_classifier_vectors(upstream_cases: dict[str, Any]) -> None:
         text = case["text"]
         assert is_context_window_exceeded(text) is case["isContextWindowExceededError"], case["name"]
         assert is_quota_exceeded(text) is case["isQuotaExceededError"], case["name"]
+
+
+def test_difference_a_bare_402_is_quota(upstream_cases: dict[str, Any]) -> None:
+    case = next(c for c in _cases(upstream_cases, "http_errors") if c["name"] == "status_402_without_body")
+    assert case["expected"]["failure"]["code"] == "HTTP_402"
+    _, error = _run(402, {}, [b""])
+    assert error is not None and (error.code, error.status) == ("QUOTA", 402)
+
+
+def test_difference_a_200_with_an_empty_body_is_stream_closed(upstream_cases: dict[str, Any]) -> None:
+    case = next(
+        c
+        for c in _cases(upstream_cases, "adapter_stream")
+        if c["name"] == "no_response_body_is_empty_response"
+    )
+    assert case["expected_runtime_chunks"][-1]["reason"]["failure"]["code"] == "EMPTY_RESPONSE"
+    chunks, error = _run(200, {"content-type": "text/event-stream"}, [])
+    assert chunks == [] and error is not None and error.code == "STREAM_CLOSED"
+
+
+def test_difference_an_empty_data_payload_is_skipped_not_malformed() -> None:
+    chunks, error = translate(["", {"choices": [{"delta": {"content": "x"}}]}, "[DONE]"])
+    assert error is None and digest(chunks)["text"] == "x"
+
+
+def test_difference_a_json_null_payload_is_malformed_response_not_transport() -> None:
+    _, error = _run(200, {"content-type": "text/event-stream"}, [b"data: null\n\ndata: [DONE]\n\n"])
+    assert error is not None and error.code == "MALFORMED_RESPONSE"
