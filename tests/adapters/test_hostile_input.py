@@ -498,3 +498,28 @@ def test_the_key_is_never_in_repr_vars_or_a_pickle(cls: type[SseAdapter]) -> Non
     assert KEY.encode() not in pickle.dumps(adapter._credential)
     copy = pickle.loads(pickle.dumps(adapter._credential))
     assert copy.env == adapter._credential.env and not copy.given
+
+
+async def test_tool_call_arguments_nested_100000_deep_stream_without_a_recursion_error() -> None:
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": DEEP}}
+    adapter = openai(
+        sse(
+            {"choices": [{"delta": {"tool_calls": [call]}}]},
+            {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+        )
+    )
+    out = [c async for c in adapter.stream(options())]
+    [end] = [c for c in out if c.type == "block-end"]
+    assert end.block.arguments == DEEP
+
+
+def test_replaying_tool_call_arguments_nested_100000_deep_to_anthropic_is_unsupported_option() -> None:
+    from chunkscope.adapters.anthropic import build_body
+
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool-call", "id": "c1", "name": "f", "arguments": DEEP}]},
+    ]
+    with pytest.raises(LlmError) as info:
+        build_body(GenerateOptions("anthropic", "claude-x", messages))
+    assert info.value.code == "UNSUPPORTED_OPTION"
