@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 __all__ = [
     "MAX_CAUSE_CHARS",

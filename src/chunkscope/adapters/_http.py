@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 from ._base import attribution_headers
 from ._failures import redact

@@ -34,8 +34,7 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
-from chunkscope.protocol._chunks import AnyChunk
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import AnyChunk, LlmError
 
 from ._base import GenerateOptions, LlmAdapter
 from ._failures import (

@@ -24,15 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyBlock,
+    LlmError,
+    Message,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
 )
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._messages import Message
 
 from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
 from .._failures import loads

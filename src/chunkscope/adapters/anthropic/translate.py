@@ -28,12 +28,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
@@ -43,9 +44,8 @@ from chunkscope.protocol._chunks import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    trusted,
 )
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 
 from .._failures import (
     error_code,

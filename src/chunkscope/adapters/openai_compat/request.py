@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chunkscope.protocol._messages import Message
+from chunkscope.protocol import Message
 
 from .._base import GenerateOptions, ModelInfo
 

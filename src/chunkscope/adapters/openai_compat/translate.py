@@ -43,12 +43,13 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
@@ -58,9 +59,8 @@ from chunkscope.protocol._chunks import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    trusted,
 )
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 
 from .._failures import loads, preview, stream_error
 
