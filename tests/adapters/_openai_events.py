@@ -16,7 +16,7 @@ import httpx
 
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol._assembly import StreamResult, collect
+from chunkscope.protocol import StreamResult, collect
 
 API_KEY = "sk-test-DO-NOT-LEAK-1234567890"
 BASE_URL = "http://mock.test/v1"

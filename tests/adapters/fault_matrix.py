@@ -33,8 +33,7 @@ import httpx
 import pytest
 
 from chunkscope.adapters._base import GenerateOptions, LlmAdapter
-from chunkscope.protocol._assembly import StreamResult, collect
-from chunkscope.protocol._rules import check
+from chunkscope.protocol import StreamResult, check, collect
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 AdapterFactory = Callable[[LocalProvider, httpx.AsyncClient, float], LlmAdapter]

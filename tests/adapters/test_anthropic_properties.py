@@ -35,19 +35,19 @@ from hypothesis import strategies as st
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
 from chunkscope.adapters.anthropic.translate import AnthropicTranslator
-from chunkscope.protocol._assembly import collect
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
+    check,
+    collect,
 )
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
 
 _text = st.text(min_size=0, max_size=12)
 _json_value = st.recursive(

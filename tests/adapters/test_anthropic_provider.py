@@ -22,10 +22,15 @@ from fault_matrix import STALL_IDLE_TIMEOUT, TIME_BOUND, idle_timeout_for
 
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
-from chunkscope.protocol._assembly import StreamResult, collect
-from chunkscope.protocol._chunks import ReasoningBlock, TextBlock, ToolCallBlock
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
+from chunkscope.protocol import (
+    LlmError,
+    ReasoningBlock,
+    StreamResult,
+    TextBlock,
+    ToolCallBlock,
+    check,
+    collect,
+)
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 PROMPT = "Hi there, provider"

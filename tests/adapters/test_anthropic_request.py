@@ -14,7 +14,7 @@ from chunkscope.adapters.anthropic.request import (
     build_body,
     thinking_config,
 )
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 
 def options(messages: list[Any], **extra: Any) -> GenerateOptions:

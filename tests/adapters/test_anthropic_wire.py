@@ -29,20 +29,20 @@ from chunkscope.adapters.anthropic.translate import (
     anthropic_error_code,
     map_stop_reason,
 )
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
+    LlmError,
     ReasoningBlock,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
     Usage,
+    check,
 )
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
 
 
 def translate(events: list[Event], *, close: bool = True) -> list[AnyChunk]:

@@ -25,7 +25,7 @@ from chunkscope.adapters._failures import (
     transport_error,
 )
 from chunkscope.adapters._http import merge_headers, public_url, resolve_api_key
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 
 @pytest.mark.parametrize(

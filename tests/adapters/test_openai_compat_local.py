@@ -23,10 +23,7 @@ from fault_matrix import (
 
 from chunkscope.adapters._base import AbortController, GenerateOptions, LlmAdapter
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol._assembly import StreamResult, collect
-from chunkscope.protocol._chunks import TokenUsage
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._rules import check
+from chunkscope.protocol import LlmError, StreamResult, TokenUsage, check, collect
 from chunkscope.provider import LocalProvider, get_scenario
 
 API_KEY = "sk-local-test-SECRET-0123456789"

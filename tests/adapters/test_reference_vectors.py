@@ -47,7 +47,7 @@ from chunkscope.adapters import (
 from chunkscope.adapters._failures import error_from_response, retry_after_ms
 from chunkscope.adapters._sse import SseDecoder
 from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 KEY = "sk-vector-test-key"
 
