@@ -13,11 +13,15 @@ b. the official ``openai`` package (``AsyncOpenAI`` over an ``httpx.MockTranspor
    (what any httpx-sse based parser pays before doing anything);
 c. ``OpenAICompatAdapter`` over the same in-memory transport — alone, with a
    ``Checker`` fed every chunk by the consumer, and wrapped in ``validated()``;
+   plus the shared SSE core's framing alone (``SseDecoder``: what every wire pays),
+   and ``AnthropicAdapter`` on the same content in the Messages wire shape;
 d. ``OpenAICompatAdapter`` over real loopback HTTP (a tiny asyncio server serving the bytes).
 
 The machine is shared and noisy, so every row is the best of ``--repeat``
 runs and is printed as a ratio against the floor measured in the same run.
-Numbers are µs per SSE event; no assertion is made on them.
+Numbers are µs per SSE event; no assertion is made on them. The last two lines
+compare against the targets of issue 8: adapter at most 1.5 times the floor, the ``openai``
+package at least 10 times slower than the adapter.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from chunkscope.adapters._base import GenerateOptions
-from chunkscope.adapters.openai_compat import OpenAICompatAdapter
+from chunkscope.adapters import AnthropicAdapter, GenerateOptions, OpenAICompatAdapter
+from chunkscope.adapters._sse import SseDecoder
 from chunkscope.protocol import Checker, validated
 
 MODEL = "deepseek-v4-flash"
@@ -188,6 +192,44 @@ async def sse_json(raw: bytes) -> int:
         return n
 
 
+def core_framing(raw: bytes) -> int:
+    """The shared SSE core's framing alone, over the same bytes in one read."""
+    decoder = SseDecoder()
+    return len(decoder.feed(raw)) + len(decoder.end())
+
+
+def anthropic_stream(events: int) -> bytes:
+    """The same response in the Anthropic Messages wire (text deltas, then usage and stop)."""
+
+    def event(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data}, separators=(',', ':'))}\n\n"
+
+    parts = [
+        event("message_start", {"message": {"id": "msg_1", "model": MODEL, "usage": {"input_tokens": 9}}}),
+        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    parts += [
+        event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": f" word{i}"}})
+        for i in range(events - 5)
+    ]
+    parts += [
+        event("content_block_stop", {"index": 0}),
+        event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": events}}),
+        event("message_stop", {}),
+    ]
+    return "".join(parts).encode()
+
+
+async def anthropic_alone(raw: bytes) -> int:
+    async with _mock_client(raw) as http:
+        adapter = AnthropicAdapter("http://bench.test", "bench", http_client=http)
+        options = GenerateOptions("anthropic", "claude-x", [{"role": "user", "content": "hi"}])
+        n = 0
+        async for _ in adapter.stream(options):
+            n += 1
+        return n
+
+
 async def adapter_alone(raw: bytes) -> int:
     async with _mock_client(raw) as http:
         adapter = OpenAICompatAdapter("http://bench.test/v1", "bench", http_client=http)
@@ -307,6 +349,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     raw, events = build_stream(args.events)
+    anthropic_raw = anthropic_stream(events)
     server = LoopbackServer(raw)
     loop = asyncio.new_event_loop()
 
@@ -322,9 +365,14 @@ def main() -> None:
         ("b. openai SDK (AsyncOpenAI, mock transport)", run_async(openai_sdk)),
         ("   httpx-sse framing only, mock transport", run_async(sse_framing)),
         ("   httpx-sse framing + json.loads, mock transport", run_async(sse_json)),
+        ("   chunkscope SSE core framing only (SseDecoder)", sync(core_framing)),
         ("c. adapter, mock transport", run_async(adapter_alone)),
         ("c. adapter + Checker (strict), mock transport", run_async(adapter_checked)),
         ("c. adapter + validated() (strict), mock transport", run_async(adapter_validated)),
+        (
+            "c. AnthropicAdapter, same content, mock transport",
+            lambda: loop.run_until_complete(anthropic_alone(anthropic_raw)),
+        ),
         ("d. floor over loopback: httpx + split + json.loads", run_async(floor_loopback(server.url))),
         ("d. adapter, loopback HTTP", run_async(loopback(server.url, checked=False))),
         ("d. adapter + Checker (strict), loopback HTTP", run_async(loopback(server.url, checked=True))),
@@ -349,6 +397,10 @@ def main() -> None:
     print(f"{'contender':<{width}}  µs/event  x floor")
     for name, t in per_event.items():
         print(f"{name:<{width}}  {t:8.2f}  {t / base:6.2f}")
+    adapter = per_event["c. adapter, mock transport"]
+    sdk = per_event["b. openai SDK (AsyncOpenAI, mock transport)"]
+    print(f"adapter / floor     = {adapter / base:.2f}  (target: at most 1.5)")
+    print(f"openai SDK / adapter = {sdk / adapter:.1f}  (target: at least 10)")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from chunkscope.adapters._base import AbortController, AbortSignal
-from chunkscope.protocol._chunks import AnyChunk
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import AnyChunk, LlmError
 
 Event = tuple[str, dict[str, Any]]
 

@@ -23,9 +23,7 @@ from chunkscope.adapters._base import (
     attribution_headers,
     user_agent,
 )
-from chunkscope.protocol._chunks import AnyChunk, TextBlock
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._messages import Message
+from chunkscope.protocol import AnyChunk, LlmError, Message, TextBlock
 
 EFFORTS = ReasoningInfo((ReasoningEffort("off", "Off"), ReasoningEffort("high", "High")), default="high")
 

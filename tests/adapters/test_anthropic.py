@@ -29,9 +29,7 @@ from _anthropic_events import (
 
 from chunkscope.adapters._base import AbortController, GenerateOptions, ModelInfo
 from chunkscope.adapters.anthropic import THINKING_EFFORTS, AnthropicAdapter
-from chunkscope.protocol import StreamResult, check, collect
-from chunkscope.protocol._chunks import ReasoningBlock, TextBlock
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError, ReasoningBlock, StreamResult, TextBlock, check, collect
 
 KEY = "sk-ant-test-0123456789"
 Handler = Callable[[httpx.Request], httpx.Response]

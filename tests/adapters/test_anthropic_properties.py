@@ -32,21 +32,22 @@ from _anthropic_events import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkscope.adapters._anthropic_wire import AnthropicTranslator
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
-from chunkscope.protocol import check, collect
-from chunkscope.protocol._chunks import (
+from chunkscope.adapters.anthropic.translate import AnthropicTranslator
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
+    check,
+    collect,
 )
-from chunkscope.protocol._errors import LlmError
 
 _text = st.text(min_size=0, max_size=12)
 _json_value = st.recursive(
@@ -137,7 +138,7 @@ def _run(events: list[Event]) -> tuple[list[AnyChunk], LlmError | None]:
     out: list[AnyChunk] = []
     try:
         for name, data in events:
-            out.extend(translator.feed(name, data))
+            out.extend(translator.feed_parsed(name, data))
         translator.close()
     except LlmError as exc:
         return out, exc

@@ -18,13 +18,19 @@ import anthropic
 import httpx
 import pytest
 from _anthropic_events import abort_once_live
-from fault_matrix import STALL_IDLE_TIMEOUT, TIME_BOUND, idle_timeout_for
+from fault_matrix import STALL_IDLE_TIMEOUT, TIME_BOUND, idle_timeout_for, sdk_readable
 
 from chunkscope.adapters._base import GenerateOptions
 from chunkscope.adapters.anthropic import AnthropicAdapter
-from chunkscope.protocol import StreamResult, check, collect
-from chunkscope.protocol._chunks import ReasoningBlock, TextBlock, ToolCallBlock
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import (
+    LlmError,
+    ReasoningBlock,
+    StreamResult,
+    TextBlock,
+    ToolCallBlock,
+    check,
+    collect,
+)
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 PROMPT = "Hi there, provider"
@@ -155,7 +161,7 @@ async def _official(provider: LocalProvider, model: str) -> Any:
         await client.close()
 
 
-@pytest.mark.parametrize("model", [*REPLIES, "fault-content-filter"])
+@pytest.mark.parametrize("model", [*sdk_readable(REPLIES, "anthropic"), "fault-content-filter"])
 async def test_the_official_sdk_assembles_what_the_adapter_assembles(
     provider: LocalProvider, model: str
 ) -> None:

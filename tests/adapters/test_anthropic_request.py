@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from chunkscope.adapters._anthropic_request import (
+from chunkscope.adapters._base import GenerateOptions
+from chunkscope.adapters.anthropic.request import (
     DEFAULT_MAX_TOKENS,
     THINKING_BUDGETS,
     THINKING_EFFORTS,
     build_body,
     thinking_config,
 )
-from chunkscope.adapters._base import GenerateOptions
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError
 
 
 def options(messages: list[Any], **extra: Any) -> GenerateOptions:

@@ -24,32 +24,32 @@ from _anthropic_events import (
     tool_start,
 )
 
-from chunkscope.adapters._anthropic_wire import (
+from chunkscope.adapters.anthropic.translate import (
     AnthropicTranslator,
     anthropic_error_code,
     map_stop_reason,
 )
-from chunkscope.protocol import check
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
+    LlmError,
     ReasoningBlock,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
     Usage,
+    check,
 )
-from chunkscope.protocol._errors import LlmError
 
 
 def translate(events: list[Event], *, close: bool = True) -> list[AnyChunk]:
     translator = AnthropicTranslator()
     out: list[AnyChunk] = []
     for name, data in events:
-        out.extend(translator.feed(name, data))
+        out.extend(translator.feed_parsed(name, data))
     if close:
         translator.close()
     return out
@@ -60,7 +60,7 @@ def translate_until_error(events: list[Event]) -> tuple[list[AnyChunk], LlmError
     out: list[AnyChunk] = []
     with pytest.raises(LlmError) as info:
         for name, data in events:
-            out.extend(translator.feed(name, data))
+            out.extend(translator.feed_parsed(name, data))
         translator.close()
     return out, info.value
 
@@ -488,9 +488,9 @@ def test_error_code_falls_back_to_the_http_status_for_unknown_types() -> None:
 def test_nothing_follows_the_finish() -> None:
     translator = AnthropicTranslator()
     for name, data in text_reply("a"):
-        translator.feed(name, data)
+        translator.feed_parsed(name, data)
     assert translator.finished
-    assert translator.feed(*text_delta(0, "late")) == []
+    assert translator.feed_parsed(*text_delta(0, "late")) == []
     translator.close()  # does not raise once finished
 
 
@@ -498,5 +498,5 @@ def test_error_finishes_carry_the_request_id() -> None:
     translator = AnthropicTranslator(request_id="req-9")
     out: list[AnyChunk] = []
     for name, data in text_reply("x", stop_reason="refusal"):
-        out.extend(translator.feed(name, data))
+        out.extend(translator.feed_parsed(name, data))
     assert finish(out).reason.failure.request_id == "req-9"  # type: ignore[union-attr]

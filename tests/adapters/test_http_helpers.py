@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
@@ -11,25 +10,22 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from chunkscope.adapters import _http
+from chunkscope.adapters import GenerateOptions, OpenAICompatAdapter
 from chunkscope.adapters._base import user_agent
-from chunkscope.adapters._http import (
-    StreamGuard,
-    classify_error_detail,
+from chunkscope.adapters._failures import (
     error_detail,
     error_from_response,
     http_error_code,
     is_context_window_exceeded,
     is_quota_exceeded,
-    merge_headers,
-    public_url,
     redact,
     request_id,
-    resolve_api_key,
     retry_after_ms,
+    stream_error,
     transport_error,
 )
-from chunkscope.protocol._errors import LlmError
+from chunkscope.adapters._http import merge_headers, public_url, resolve_api_key
+from chunkscope.protocol import LlmError
 
 
 @pytest.mark.parametrize(
@@ -38,14 +34,21 @@ from chunkscope.protocol._errors import LlmError
         "Insufficient Balance",
         "insufficient_quota",
         "You exceeded your current quota, please check your plan and billing details.",
-        "Your credit balance is too low to access the Anthropic API.",
         "quota exceeded for this project",
         "out of credits",
-        "billing_hard_limit_reached",
     ],
 )
 def test_recognises_quota_wording(text: str) -> None:
     assert is_quota_exceeded(text)
+    assert http_error_code(400, text) == "QUOTA"
+
+
+@pytest.mark.parametrize(
+    "text", ["Your credit balance is too low to access the Anthropic API.", "billing_hard_limit_reached"]
+)
+def test_the_table_reads_provider_quota_wording_beside_the_reference_classifier(text: str) -> None:
+    assert not is_quota_exceeded(text)  # the reference's classifier, ported as is
+    assert http_error_code(400, text) == "QUOTA"  # the table adds the providers' own wording
 
 
 @pytest.mark.parametrize(
@@ -85,7 +88,7 @@ def test_other_bad_requests_are_not_context_window(text: str) -> None:
         (429, "slow down", "RATE_LIMIT"),
         (429, "insufficient_quota", "QUOTA"),
         (402, "", "QUOTA"),
-        (403, "insufficient balance", "QUOTA"),
+        (403, "insufficient balance", "AUTH"),  # status before wording, as the reference does
         (400, "maximum context length is 8192 tokens", "CONTEXT_WINDOW_EXCEEDED"),
         (400, "bad field", "INVALID_REQUEST"),
         (413, "", "INVALID_REQUEST"),
@@ -112,8 +115,7 @@ def test_http_error_code(status: int, detail: str, code: str) -> None:
     ],
 )
 def test_classifies_an_error_object_inside_a_stream(error: dict[str, object], code: str) -> None:
-    _, detail, obj = error_detail({"error": error})
-    assert classify_error_detail(obj, detail) == code
+    assert stream_error(error, label="L").code == code
 
 
 def test_error_detail_reads_openai_anthropic_and_plain_text_bodies() -> None:
@@ -212,28 +214,14 @@ def test_redact_replaces_every_occurrence_of_a_secret() -> None:
     assert redact("short a", ["a"]) == "short a"  # trivially short "secrets" are not redacted
 
 
-async def test_the_idle_clock_restarts_when_the_consumer_resumes_not_at_a_tick_while_it_held_a_chunk(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Fake time, ticks driven by hand: a tick that finds the consumer holding a chunk must not
-    # shorten the provider's allowance once reading resumes.
-    now = [0.0]
-    monkeypatch.setattr(_http, "_monotonic", lambda: now[0])
-    with pytest.raises(LlmError) as info:
-        async with StreamGuard(signal=None, idle_timeout=10.0, label="L") as guard:
-            guard.reader = None  # the consumer holds a chunk from t=0 ...
-            now[0] = 10.0
-            guard._tick()
-            now[0] = 19.0
-            guard.resume()  # ... until t=19
-            now[0] = 20.0
-            guard._tick()  # 1 s of silence: not a timeout
-            assert guard.cause is None
-            now[0] = 29.0
-            guard._tick()  # 10 s of silence while reading: the timeout cancels the read
-            await asyncio.sleep(0)
-    assert info.value.code == "TIMEOUT"
-    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+def _adapter(handler: object) -> tuple[OpenAICompatAdapter, httpx.AsyncClient]:
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[arg-type]
+    return OpenAICompatAdapter("http://x.test", "sk-test-1234", http_client=client), client
+
+
+async def _drain(adapter: OpenAICompatAdapter) -> list[object]:
+    options = GenerateOptions("deepseek", "deepseek-chat", [{"role": "user", "content": "hi"}])
+    return [chunk async for chunk in adapter.stream(options)]
 
 
 async def test_an_error_status_whose_body_is_cut_keeps_its_code_status_and_request_id() -> None:
@@ -244,22 +232,23 @@ async def test_an_error_status_whose_body_is_cut_keeps_its_code_status_and_reque
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(429, headers={"retry-after": "3", "x-request-id": "r-9"}, content=cut())
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+    adapter, client = _adapter(handler)
+    async with client:
         with pytest.raises(LlmError) as info:
-            async with StreamGuard(signal=None, idle_timeout=5.0, label="L") as guard:
-                await guard.send(client, client.build_request("POST", "http://x.test"))
+            await _drain(adapter)
     error = info.value
     assert (error.code, error.status) == ("RATE_LIMIT", 429)
-    assert (error.retry_after_ms, error.request_id) == (3000.0, "r-9")
+    assert (error.retry_after_ms, error.request_id) == (3000, "r-9")
+    assert type(error.retry_after_ms) is int
 
 
-async def test_an_error_leaving_the_guard_after_a_2xx_carries_the_request_id() -> None:
+async def test_an_error_after_a_2xx_carries_the_request_id() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"x-request-id": "r-200"}, content=b"data: x\n\n")
+        headers = {"x-request-id": "r-200", "content-type": "text/event-stream"}
+        return httpx.Response(200, headers=headers, content=b'data: {"choices": []}\n\n')
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+    adapter, client = _adapter(handler)
+    async with client:
         with pytest.raises(LlmError) as info:
-            async with StreamGuard(signal=None, idle_timeout=5.0, label="L") as guard:
-                await guard.send(client, client.build_request("POST", "http://x.test"))
-                raise LlmError("no [DONE]", "STREAM_CLOSED")
+            await _drain(adapter)
     assert (info.value.code, info.value.request_id) == ("STREAM_CLOSED", "r-200")

@@ -18,18 +18,19 @@ from fault_matrix import cancel_after_first_chunk
 
 from chunkscope.adapters._base import AbortController, ModelInfo, ReasoningEffort, ReasoningInfo, user_agent
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol import check, collect
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     BlockEnd,
     BlockStart,
     Finish,
+    LlmError,
     TextDelta,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
     Usage,
+    check,
+    collect,
 )
-from chunkscope.protocol._errors import LlmError
 
 
 def assert_clean(result: Any) -> None:

@@ -19,13 +19,12 @@ from fault_matrix import (
     open_connections,
     pool_size,
     run_fault_case,
+    sdk_readable,
 )
 
 from chunkscope.adapters._base import AbortController, GenerateOptions, LlmAdapter
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol import StreamResult, check, collect
-from chunkscope.protocol._chunks import TokenUsage
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError, StreamResult, TokenUsage, check, collect
 from chunkscope.provider import LocalProvider, get_scenario
 
 API_KEY = "sk-local-test-SECRET-0123456789"
@@ -138,7 +137,7 @@ async def sdk_reply(provider: LocalProvider, name: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", REPLIES)
+@pytest.mark.parametrize("name", sdk_readable(REPLIES, "openai"))
 async def test_the_official_sdk_streams_the_same_text_reasoning_tool_calls_and_usage(
     provider: LocalProvider, name: str
 ) -> None:

@@ -23,8 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkscope.adapters.openai_compat import OpenAICompatAdapter
-from chunkscope.protocol import StreamResult, check, collect
-from chunkscope.protocol._chunks import BlockEnd
+from chunkscope.protocol import BlockEnd, StreamResult, check, collect
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

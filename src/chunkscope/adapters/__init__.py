@@ -4,7 +4,15 @@
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
 ``AnthropicAdapter`` the Anthropic Messages API; ``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
-teaching, tests and bug reports.
+teaching, tests and bug reports. ``error_code`` is the one failure table
+(HTTP status + body → code); ``is_quota_exceeded`` and
+``is_context_window_exceeded`` are its wording classifiers.
+
+Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
+redacted messages), ``_http`` (credentials, URLs, client slot, headers),
+``_sse`` (the shared SSE adapter core: guard, framing, limits),
+``openai_compat/`` and ``anthropic/`` (each ``adapter``, ``request``,
+``translate``), ``scripted``, ``recording``.
 """
 
 from __future__ import annotations
@@ -25,8 +33,12 @@ from ._base import (
     attribution_headers,
     user_agent,
 )
+from ._failures import error_code, is_context_window_exceeded, is_quota_exceeded
+from ._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
 
 __all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_EVENT_BYTES",
     "OPTIONAL_OPTIONS",
     "AbortController",
     "AbortSignal",
@@ -42,6 +54,9 @@ __all__ = [
     "ScriptedAdapter",
     "ToolSpec",
     "attribution_headers",
+    "error_code",
+    "is_context_window_exceeded",
+    "is_quota_exceeded",
     "user_agent",
 ]
 

@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-from chunkscope.protocol._chunks import AnyChunk
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._messages import Message, parse_message
+from chunkscope.protocol import AnyChunk, LlmError, Message, parse_message
 
 __all__ = [
     "AbortController",

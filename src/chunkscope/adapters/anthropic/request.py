@@ -21,21 +21,21 @@ before any I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyBlock,
+    LlmError,
+    Message,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
 )
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._messages import Message
 
-from ._base import GenerateOptions, ReasoningEffort, ReasoningInfo
+from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
+from .._failures import loads
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -104,7 +104,7 @@ def _text_of(blocks: Sequence[AnyBlock], where: str) -> str:
 
 def _tool_input(block: ToolCallBlock) -> dict[str, Any]:
     try:
-        value = json.loads(block.arguments) if block.arguments.strip() else {}
+        value = loads(block.arguments) if block.arguments.strip() else {}
     except ValueError as exc:
         raise _unsupported(
             f"tool call {block.name!r} ({block.id}): its arguments are not JSON, and Anthropic's "

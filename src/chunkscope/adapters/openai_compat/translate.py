@@ -1,52 +1,55 @@
-"""``OpenAICompatAdapter``: DeepSeek and any OpenAI-compatible chat-completions server.
+"""Chat-completions SSE events → StreamChunks (a pure translator, no I/O).
 
-``POST {base_url}/chat/completions`` with ``stream: true`` and
-``stream_options.include_usage``; the SSE ``data:`` payloads (framed by
-httpx-sse) become StreamChunks (PROTOCOL.md §5):
+PROTOCOL.md §5, and the dialects real OpenAI-compatible servers speak:
 
-- ``delta.reasoning_content`` → a reasoning block (an empty fragment opens
-  nothing), ``delta.content`` → a text block, ``delta.tool_calls[i]`` → one
-  tool-call block per wire index;
+- ``delta.reasoning_content`` (or ``delta.reasoning``) → a reasoning block (an
+  empty fragment opens nothing); ``delta.reasoning_details[]`` entries
+  (``reasoning.text``, ``reasoning.summary``; OpenRouter) → reasoning too, but
+  only in a stream that sends no plain reasoning (gateways that send both send
+  the same text twice); ``delta.content`` → a text block, also as a list of
+  typed parts (Mistral: ``{"type": "thinking", "thinking": [{"type": "text",
+  "text"}]}`` → reasoning, ``{"type": "text", "text"}`` → text);
+  ``delta.tool_calls[i]`` → one tool-call block per wire index; opt-in
+  ``<think>…</think>`` in the text → reasoning;
 - ``finish_reason`` ``stop`` / ``tool_calls`` / ``length`` → ``stop`` /
   ``tool-calls`` / ``max-tokens``; anything else (``content_filter``, …) → an
   ``error`` finish whose code is the upper-cased reason; a ``stop`` with no
   content at all → an ``error`` finish ``EMPTY_RESPONSE``;
 - usage (on the finish chunk or a trailing usage-only chunk; the latest wins)
-  → disjoint counts: cache hits are subtracted from ``prompt_tokens``;
-- an ``error`` object inside the stream → ``LlmError`` mapped like the same
-  error before the stream; no ``[DONE]`` → ``STREAM_CLOSED``; a payload that
-  is not JSON or not the wire shape → ``MALFORMED_RESPONSE``.
+  → disjoint counts: cache hits are subtracted from ``prompt_tokens``; when
+  ``total_tokens`` shows that ``completion_tokens`` left reasoning out (xAI),
+  the output count adds it back (output always includes reasoning);
+- an ``error`` object inside the stream → ``LlmError`` mapped by the one table
+  (``_failures``); no ``[DONE]`` → ``STREAM_CLOSED``; a payload that is not
+  JSON (or nested too deeply) or not the wire shape → ``MALFORMED_RESPONSE``.
 
 The output is valid under the ``strict`` profile whatever order the wire
 uses: blocks never interleave. Text or reasoning that resumes after another
-block opens a NEW block. Tool calls stream live one at a time: the first call
-stays open while its arguments are incomplete JSON, and anything else that
-arrives meanwhile (another call's fragments, text, reasoning) is buffered and
-emitted, in arrival order, as consecutive blocks once the model finishes. A
-call is closed early only when its arguments already parse as a JSON object
-and another block begins; whitespace arriving for it later is dropped, any
-other late fragment is ``MALFORMED_RESPONSE``. A call whose id arrives late
-has its fragments held until it does; one that never gets an id is given
-``call-<n>`` (unique in the stream); one without arguments gets ``{}``; one
-without a name is ``MALFORMED_RESPONSE`` (a call nobody can execute).
+block opens a NEW block (the reference appends to one block per kind and
+defers every block-end to ``[DONE]``). Tool calls stream live one at a time:
+the first call stays open while its arguments are incomplete JSON, and
+anything else that arrives meanwhile is buffered and emitted, in arrival
+order, as consecutive blocks once the model finishes. A call is closed early
+only when its arguments already parse as a JSON object and another block
+begins; whitespace arriving for it later is dropped, any other late fragment
+is ``MALFORMED_RESPONSE``. A call whose id arrives late has its fragments held
+until it does; one that never gets an id is given ``call-<n>``; one without
+arguments gets ``{}``; one without a name is ``MALFORMED_RESPONSE``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
-
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
@@ -56,55 +59,17 @@ from chunkscope.protocol._chunks import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    trusted,
 )
-from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._messages import Message
+from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 
-from ._base import (
-    OPTIONAL_OPTIONS,
-    GenerateOptions,
-    LlmAdapter,
-    ModelInfo,
-    ReasoningEffort,
-    ReasoningInfo,
-)
-from ._http import (
-    ClientSlot,
-    StreamGuard,
-    classify_error_detail,
-    endpoint_url,
-    error_detail,
-    merge_headers,
-    public_url,
-    redact,
-    resolve_api_key,
-)
+from .._failures import loads, preview, stream_error
 
-__all__ = ["DEEPSEEK_EFFORTS", "DEEPSEEK_MODELS", "OpenAICompatAdapter"]
-
-DEEPSEEK_EFFORTS = ReasoningInfo(
-    (
-        ReasoningEffort("off", "Off", "thinking disabled"),
-        ReasoningEffort("low", "Low"),
-        ReasoningEffort("high", "High"),
-        ReasoningEffort("max", "Max"),
-    )
-)
-"""DeepSeek's reasoning efforts: ``off`` sends ``thinking: disabled``, the others ``reasoning_effort``."""
-
-DEEPSEEK_MODELS: tuple[ModelInfo, ...] = (
-    ModelInfo("deepseek-chat", "DeepSeek Chat", reasoning=DEEPSEEK_EFFORTS),
-    ModelInfo("deepseek-reasoner", "DeepSeek Reasoner", reasoning=DEEPSEEK_EFFORTS),
-    ModelInfo("deepseek-v4*", "DeepSeek V4", reasoning=DEEPSEEK_EFFORTS),
-)
-"""The default model table. An id ending in ``*`` matches every model id with that prefix."""
+__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage"]
 
 _DONE = "[DONE]"
 # The decoder's scanner, which ``json.loads`` ends up calling through ``raw_decode``: the same C
 # parser without the Python frames around it, ~1 µs less per event than ``json.loads``. It
 # raises StopIteration where there is no JSON value at all; ``_parse_slowly`` then says why.
-# (Untyped in typeshed; it is the attribute ``JSONDecoder.raw_decode`` itself calls.)
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
@@ -118,278 +83,91 @@ _TEXTUAL: dict[int, tuple[type[AnyChunk], str, type[TextBlock | ReasoningBlock]]
 }
 
 
-class _Secret:
-    """Holds the API key so that no repr, vars() or log line shows it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str | None) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<secret>" if self.value is not None else "None"
+def _no_fast(obj: Any) -> None:
+    return None
 
 
-class OpenAICompatAdapter(LlmAdapter):
-    """DeepSeek / OpenAI chat-completions streaming adapter.
-
-    ``base_url`` is the API root that ``/chat/completions`` is appended to
-    (``https://api.deepseek.com``, ``LocalProvider().base_url``). The key comes
-    from ``api_key`` or, at stream time, the ``api_key_env`` environment
-    variable (``DEEPSEEK_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
-    and one no header can carry ``INVALID_CREDENTIAL``, both raised by
-    ``stream()`` before any I/O. ``http_client`` is used as given (the caller
-    closes it); otherwise the adapter owns one (``aclose()`` / ``async with``).
-    ``idle_timeout`` (seconds, None = wait forever) bounds the silence between
-    bytes. ``models`` replaces the model table (default ``DEEPSEEK_MODELS``);
-    ``headers`` are added to every request (they may replace the
-    ``User-Agent``, never remove it).
-
-    Every ``GenerateOptions`` field is honoured: ``reasoning_effort`` ``off``
-    sends ``thinking: {"type": "disabled"}``, any other listed effort sends
-    ``reasoning_effort`` (plus ``thinking: enabled`` for ``deepseek*`` models);
-    a model's configured default effort applies when none is given;
-    ``purpose`` is caller metadata (recordings, usage records) and does not
-    change the request.
-    """
-
-    provider = "deepseek"
-    supported_options = frozenset(OPTIONAL_OPTIONS)
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        models: Sequence[ModelInfo] | None = None,
-        headers: Mapping[str, str] | None = None,
-        api_key_env: str | None = "DEEPSEEK_API_KEY",
-    ) -> None:
-        if idle_timeout is not None and not idle_timeout > 0:
-            raise ValueError("idle_timeout must be > 0 seconds, or None to wait forever")
-        self.base_url = base_url.rstrip("/")
-        self.url = endpoint_url(self.base_url, "/chat/completions")
-        self.idle_timeout = idle_timeout
-        self._api_key = _Secret(api_key)
-        self._api_key_env = api_key_env
-        self._extra_headers = dict(headers or {})
-        self._models = tuple(DEEPSEEK_MODELS if models is None else models)
-        self._clients = ClientSlot(http_client, self._timeout)
-        self._label = f"chat completions API at {public_url(self.base_url)}"
-
-    def __repr__(self) -> str:
-        key = "<set>" if self._api_key.value is not None else f"<from ${self._api_key_env}>"
-        return (
-            f"OpenAICompatAdapter(base_url={public_url(self.base_url)!r}, api_key={key}, "
-            f"idle_timeout={self.idle_timeout!r})"
-        )
-
-    @property
-    def http_client(self) -> httpx.AsyncClient | None:
-        """The caller's client, or the one the adapter made for the running loop (None before any)."""
-        return self._clients.current
-
-    async def aclose(self) -> None:
-        """Close the HTTP client the adapter made (a caller's client is left open). Idempotent."""
-        await self._clients.aclose()
-
-    # -- models --
-
-    def models(self) -> list[ModelInfo]:
-        """The exact (non-pattern) entries of the model table."""
-        return [m for m in self._models if not m.id.endswith("*")]
-
-    def model_info(self, model: str) -> ModelInfo | None:
-        """The table entry for ``model``: an exact id first, else the longest matching ``prefix*``."""
-        best: ModelInfo | None = None
-        for info in self._models:
-            if info.id == model:
-                return info
-            if (
-                info.id.endswith("*")
-                and model.startswith(info.id[:-1])
-                and (best is None or len(info.id) > len(best.id))
-            ):
-                best = info
-        return dataclasses.replace(best, id=model) if best is not None else None
-
-    # -- the request --
-
-    def _timeout(self) -> httpx.Timeout:
-        return httpx.Timeout(self.idle_timeout)
-
-    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
-        """The JSON body ``stream()`` sends for ``options`` (for inspection and tests)."""
-        body: dict[str, Any] = {
-            "model": options.model,
-            "messages": _wire_messages(options.system, options.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if options.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": dict(t.parameters),
-                    },
-                }
-                for t in options.tools
-            ]
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.max_tokens is not None:
-            body["max_tokens"] = options.max_tokens
-        if options.stop:
-            body["stop"] = list(options.stop)
-        effort = options.reasoning_effort
-        if effort is None:
-            info = self.model_info(options.model)
-            if info is not None and info.reasoning is not None:
-                effort = info.reasoning.default
-        if effort is not None:
-            if effort == "off":
-                body["thinking"] = {"type": "disabled"}
-            else:
-                if options.model.startswith("deepseek"):
-                    body["thinking"] = {"type": "enabled"}
-                body["reasoning_effort"] = effort
-        return body
-
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:
-        """Stream one chat completion as StreamChunks; raise ``LlmError`` on failure.
-
-        Chunks produced before a failure are yielded before it is raised. A
-        consumer that stops early should close the stream (``aclose()``, or
-        ``contextlib.aclosing``) to release the connection at once; the abort
-        signal and task cancellation release it by themselves.
-        """
-        options = self.prepare(options)
-        key = resolve_api_key(self._api_key.value, self._api_key_env, label=self._label)
-        client = self._clients.get()
-        headers = merge_headers(
-            client,
-            {"Accept": "text/event-stream", "Cache-Control": "no-store"},
-            self._extra_headers,
-            {"Authorization": f"Bearer {key}"},
-        )
-        request = client.build_request(
-            "POST", self.url, json=self.request_body(options), headers=headers, timeout=self._timeout()
-        )
-        guard = StreamGuard(
-            signal=options.signal, idle_timeout=self.idle_timeout, label=self._label, secrets=(key,)
-        )
-        tr = _Translator(self._label, (key,))
-        out = tr.out
-        fast = tr.fast
-        done = False
-        scan_json = _scan_json
-        signal = options.signal
-        async with guard:
-            response = await guard.send(client, request)
-            # The response marks its own network reads for the guard (the task to cancel, the idle
-            # clock), so between events there is only the abort to check: per event, that and
-            # ``reader = None`` (no read is pending while the consumer holds a chunk) are all.
-            async for sse in EventSource(response).aiter_sse():
-                data = sse.data
-                if done or not data:
-                    continue  # after [DONE]: read to the end of the body so the connection can be reused
-                if data == _DONE:
-                    done = True
-                    guard.drain()
-                    continue
-                try:
-                    obj, end = scan_json(data, 0)
-                    if end != len(data) and data[end:].strip():
-                        raise ValueError("extra data after the JSON value")
-                except (ValueError, RecursionError, StopIteration):
-                    obj = _parse_slowly(data, self._label, key)
-                chunk = fast(obj)
-                if chunk is not None:
-                    guard.reader = None
-                    yield chunk
-                    # guard.check(), inlined: this runs once per event
-                    if guard.cause is not None or (signal is not None and signal.aborted):
-                        guard.check()
-                    continue
-                failure = tr.feed(obj)
-                for chunk in out:  # the chunks before a failure in this payload are delivered first
-                    guard.reader = None
-                    yield chunk
-                    guard.check()
-                out.clear()
-                if failure is not None:
-                    raise failure
-            if not done:
-                raise LlmError(f"{self._label} ended the event stream without [DONE]", "STREAM_CLOSED")
-            await guard.close()
-        tr.finish()
-        for chunk in out:
-            yield chunk
+def _detail_texts(details: Any) -> Iterator[str]:
+    """The reasoning text of OpenRouter-style ``reasoning_details`` entries (encrypted ones carry none)."""
+    if type(details) is not list:
+        raise TypeError("delta.reasoning_details is not a list")
+    for entry in details:
+        if type(entry) is not dict:
+            raise TypeError("delta.reasoning_details[] entry is not an object")
+        kind = entry.get("type")
+        text = entry.get("summary") if kind == "reasoning.summary" else entry.get("text")
+        if kind in ("reasoning.text", "reasoning.summary") and text:
+            yield _expect_str(text, "delta.reasoning_details[] text")
 
 
-def _parse_slowly(data: str, label: str, key: str) -> Any:
-    """``json.loads(data)``, which allows leading whitespace, or ``MALFORMED_RESPONSE`` saying why not."""
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise LlmError(
-            f"{label} sent a payload that is not JSON ({why}): {redact(data[:120], (key,))!r}",
-            "MALFORMED_RESPONSE",
-        ) from None
+def _content_parts(parts: list[Any]) -> Iterator[tuple[int, str]]:
+    """(kind, text) from ``delta.content`` given as typed parts; unknown part types carry no text."""
+    for part in parts:
+        if type(part) is str:
+            if part:
+                yield _TEXT, part
+            continue
+        if type(part) is not dict:
+            raise TypeError("delta.content[] part is not an object")
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if text:
+                yield _TEXT, _expect_str(text, "delta.content[].text")
+        elif kind == "thinking":
+            thinking = part.get("thinking")
+            if type(thinking) is str:
+                if thinking:
+                    yield _REASONING, thinking
+            elif type(thinking) is list:
+                for inner in thinking:
+                    if type(inner) is dict and inner.get("type") == "text" and inner.get("text"):
+                        yield _REASONING, _expect_str(inner["text"], "delta.content[].thinking[].text")
+            elif thinking is not None:
+                raise TypeError("delta.content[].thinking is neither a string nor a list")
 
 
-# --- request serialization ----------------------------------------------------
+_OPEN_TAG = "<think>"
+_CLOSE_TAG = "</think>"
 
 
-def _text_of(blocks: Sequence[Any]) -> str:
-    return "".join(b.text for b in blocks if b.type == "text")
+class _ThinkSplitter:
+    """Splits text into (is_reasoning, piece) at ``<think>`` / ``</think>``, tags split across deltas too."""
 
+    __slots__ = ("held", "inside")
 
-def _wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    if system:
-        wire.append({"role": "system", "content": system})
-    for message in messages:
-        if message.role == "system":
-            wire.append({"role": "system", "content": _text_of(message.content)})
-        elif message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": _text_of(message.content)}
-            reasoning = "".join(b.text for b in message.content if b.type == "reasoning")
-            if reasoning:
-                entry["reasoning_content"] = reasoning
-            calls = [
-                {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": b.arguments}}
-                for b in message.content
-                if b.type == "tool-call"
-            ]
-            if calls:
-                entry["tool_calls"] = calls
-            wire.append(entry)
-        else:
-            # Tool results go first: the wire wants each ``tool`` message right after the
-            # assistant message that made the call, before any further user text.
-            results = [b for b in message.content if b.type == "tool-result"]
-            for result in results:
-                wire.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": result.tool_call_id,
-                        "content": _text_of(result.content) or "(no output)",
-                    }
-                )
-            text = _text_of(message.content)
-            if text or not results:
-                wire.append({"role": "user", "content": text})
-    return wire
+    def __init__(self) -> None:
+        self.inside = False
+        self.held = ""  # a suffix that may be the start of the next tag
 
+    def split(self, text: str) -> list[tuple[bool, str]]:
+        text = self.held + text
+        self.held = ""
+        out: list[tuple[bool, str]] = []
+        while text:
+            tag = _CLOSE_TAG if self.inside else _OPEN_TAG
+            at = text.find(tag)
+            if at >= 0:
+                if at:
+                    out.append((self.inside, text[:at]))
+                self.inside = not self.inside
+                text = text[at + len(tag):]
+                continue
+            # Hold back the longest suffix that could begin the tag.
+            keep = 0
+            for k in range(min(len(tag) - 1, len(text)), 0, -1):
+                if text.endswith(tag[:k]):
+                    keep = k
+                    break
+            if len(text) > keep:
+                out.append((self.inside, text[: len(text) - keep]))
+            self.held = text[len(text) - keep:]
+            break
+        return out
 
-# --- wire → chunks ------------------------------------------------------------
+    def flush(self) -> list[tuple[bool, str]]:
+        held, self.held = self.held, ""
+        return [(self.inside, held)] if held else []
 
 
 class _Call:
@@ -415,15 +193,38 @@ def _malformed(label: str, what: str) -> LlmError:
     )
 
 
-class _Translator:
-    """Turns parsed ``chat.completion.chunk`` payloads into strict, non-interleaved chunks.
+class OpenAITranslator:
+    """Turns chat-completions SSE events into strict, non-interleaved StreamChunks (pure, no I/O).
 
-    ``feed(obj)`` and ``finish()`` append to ``out``; the caller yields and clears it.
+    ``feed((event_name, data))`` returns the chunks one event completes;
+    ``[DONE]`` returns the closing chunks, usage and the finish, and sets
+    ``done``. ``end()`` at the end of the body raises ``STREAM_CLOSED`` unless
+    ``[DONE]`` came. A failure is raised as ``LlmError``; the chunks the same
+    event produced before it are in ``salvage()``. Messages name ``label`` and
+    never show ``secrets``.
+
+    ``think_tags=True`` reads ``<think>…</think>`` inside the text as
+    reasoning (R1-style servers), also when a tag is split across deltas.
+    ``fast=False`` turns off the fast path for the common event (the result
+    is the same; a property test checks that).
     """
 
-    def __init__(self, label: str, secrets: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        label: str = "chat completions API",
+        secrets: tuple[str, ...] = (),
+        *,
+        think_tags: bool = False,
+        fast: bool = True,
+        request_id: str | None = None,
+    ) -> None:
         self.label = label
-        self.secrets = secrets
+        self.secrets = tuple(secrets)
+        self.request_id = request_id
+        self.done = False
+        self.think = _ThinkSplitter() if think_tags else None
+        self._fast = self.fast if fast and not think_tags else _no_fast
+        self.plain_reasoning = False  # reasoning_content/reasoning seen: reasoning_details are a copy
         self.out: list[AnyChunk] = []
         self.next_index = 0
         self.open = _NONE
@@ -437,6 +238,58 @@ class _Translator:
         self.usage: TokenUsage | None = None
 
     # -- one payload --
+
+    # -- one event --
+
+    def feed(self, event: tuple[str, str]) -> list[AnyChunk]:
+        """The chunks one SSE event completes (raises ``LlmError``; see ``salvage``)."""
+        data = event[1]
+        if self.done or not data:
+            return []
+        if data == _DONE:
+            self._finish()
+            self.done = True
+            out, self.out = self.out, []
+            return out
+        try:
+            obj, end = _scan_json(data, 0)
+            if end != len(data) and data[end:].strip():
+                raise ValueError("extra data after the JSON value")
+        except (ValueError, RecursionError, StopIteration):
+            obj = self._parse_slowly(data)
+        chunk = self._fast(obj)
+        if chunk is not None:
+            return [chunk]
+        try:
+            self._feed(obj)
+        except LlmError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+            raise _malformed(self.label, f"{type(exc).__name__}: {exc}") from exc
+        out, self.out = self.out, []
+        return out
+
+    def end(self) -> list[AnyChunk]:
+        """The body ended: ``[]`` after ``[DONE]``, else ``LlmError`` ``STREAM_CLOSED``."""
+        if not self.done:
+            raise LlmError(f"{self.label} ended the event stream without [DONE]", "STREAM_CLOSED")
+        return []
+
+    def salvage(self) -> list[AnyChunk]:
+        """The chunks an event produced before the failure it raised (valid output; taken once)."""
+        out, self.out = self.out, []
+        return out
+
+    def _parse_slowly(self, data: str) -> Any:
+        """``json.loads(data)`` (it allows leading whitespace), or ``MALFORMED_RESPONSE`` saying why not."""
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise LlmError(
+                f"{self.label} sent a payload that is not JSON ({why}): {preview(data, self.secrets)}",
+                "MALFORMED_RESPONSE",
+            ) from None
 
     def fast(self, obj: Any) -> AnyChunk | None:
         """The chunk for the common event — one choice whose delta continues the open
@@ -459,6 +312,7 @@ class _Translator:
                     or delta.get("reasoning_content")
                     or delta.get("reasoning")
                     or delta.get("tool_calls")
+                    or delta.get("reasoning_details")
                 ):
                     return None
                 self.parts.append(text)
@@ -468,12 +322,13 @@ class _Translator:
                 thought = delta.get("reasoning")
             calls = delta.get("tool_calls")
             if calls:
-                if thought or len(calls) != 1:
+                if thought or len(calls) != 1 or delta.get("reasoning_details"):
                     return None
                 return self._fast_tool(calls[0])
         except (KeyError, TypeError, AttributeError, IndexError, ValueError):
             return None  # not the common shape: ``feed`` says precisely what is wrong
         if thought and self.open == _REASONING and type(thought) is str:
+            self.plain_reasoning = True
             self.parts.append(thought)
             return trusted(
                 ReasoningDelta, {"type": "reasoning-delta", "index": self.open_index, "text": thought}
@@ -501,18 +356,6 @@ class _Translator:
              "arguments_delta": fragment},
         )
 
-    def feed(self, obj: Any) -> LlmError | None:
-        """Translate one payload into ``out``; return the failure it reveals (the chunks before it stay)."""
-        try:
-            self._feed(obj)
-        except LlmError as exc:
-            return exc
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            error = _malformed(self.label, f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-            return error
-        return None
-
     def _feed(self, obj: Any) -> None:
         if type(obj) is not dict:
             raise _malformed(self.label, f"a JSON {type(obj).__name__}, not an object")
@@ -532,10 +375,23 @@ class _Translator:
             if reasoning is None:
                 reasoning = delta.get("reasoning")
             if reasoning:
+                self.plain_reasoning = True
                 self._piece(_REASONING, _expect_str(reasoning, "delta.reasoning_content"))
+            elif not self.plain_reasoning:
+                # OpenRouter-style ``reasoning_details``: read only when no plain reasoning is
+                # sent (gateways that send both send the same text twice).
+                details = delta.get("reasoning_details")
+                if details:
+                    for text in _detail_texts(details):
+                        self._piece(_REASONING, text)
             content = delta.get("content")
             if content:
-                self._piece(_TEXT, _expect_str(content, "delta.content"))
+                if type(content) is list:
+                    # Typed parts (Mistral's reasoning models): thinking parts and text parts.
+                    for kind, text in _content_parts(content):
+                        self._text_or_think(text) if kind == _TEXT else self._piece(kind, text)
+                else:
+                    self._text_or_think(_expect_str(content, "delta.content"))
             for position, call in enumerate(delta.get("tool_calls") or ()):
                 self._tool(position, call)
         reason = choice.get("finish_reason")
@@ -544,10 +400,15 @@ class _Translator:
             self._flush()
 
     def _raise_error(self, error: Any) -> None:
-        message, detail, err_obj = error_detail({"error": error})
-        code = classify_error_detail(err_obj, detail)
-        text = f"{self.label} reported an error inside the stream: {message or detail or 'no message'}"
-        raise LlmError(redact(text, self.secrets), code)
+        raise stream_error(error, label=self.label, secrets=self.secrets, request_id=self.request_id)
+
+    def _text_or_think(self, text: str) -> None:
+        think = self.think
+        if think is None:
+            self._piece(_TEXT, text)
+            return
+        for kind, piece in think.split(text):
+            self._piece(_REASONING if kind else _TEXT, piece)
 
     # -- text and reasoning --
 
@@ -655,8 +516,8 @@ class _Translator:
         if live is None or live.id is None or not live.name:
             return False
         try:
-            return isinstance(json.loads("".join(live.parts)), dict)
-        except (ValueError, RecursionError):
+            return isinstance(loads("".join(live.parts)), dict)
+        except ValueError:
             return False
 
     def _close_tool(self, record: _Call) -> None:
@@ -721,8 +582,11 @@ class _Translator:
                 self._piece(kind, text)
         self._close()
 
-    def finish(self) -> None:
+    def _finish(self) -> None:
         """The wire said ``[DONE]``: close everything, then usage, then the finish chunk."""
+        if self.think is not None:
+            for kind, piece in self.think.flush():
+                self._piece(_REASONING if kind else _TEXT, piece)
         self._flush()
         if self.usage is not None:
             self.out.append(trusted(Usage, {"type": "usage", "usage": self.usage}))
@@ -743,6 +607,18 @@ def _expect_str(value: Any, where: str) -> str:
     if type(value) is not str:
         raise TypeError(f"{where} is a {type(value).__name__}, not a string")
     return value
+
+
+def map_finish_reason(reason: str) -> FinishReason:
+    """A wire ``finish_reason`` as a finish reason: ``stop`` / ``tool_calls`` / ``length`` →
+    ``stop`` / ``tool-calls`` / ``max-tokens``; anything else an ``error`` finish with the
+    upper-cased reason as its code."""
+    return _finish_reason(reason)
+
+
+def map_usage(usage: Any) -> TokenUsage:
+    """Wire usage as disjoint ``TokenUsage`` (raises ``TypeError`` for counts that are not counts)."""
+    return _usage(usage)
 
 
 def _finish_reason(reason: str) -> FinishReason:
@@ -776,11 +652,16 @@ def _usage(usage: Any) -> TokenUsage:
         cached = _count(usage, "prompt_cache_hit_tokens")
     out_details = usage.get("completion_tokens_details")
     reasoning = _count(out_details, "reasoning_tokens") if type(out_details) is dict else None
+    total = _count(usage, "total_tokens")
+    output = completion
+    if reasoning and total is not None and total == prompt + completion + reasoning:
+        # Some servers (xAI) leave reasoning out of completion_tokens; their total says so.
+        output = completion + reasoning
     uncached = prompt - (cached or 0)
     return TokenUsage(
         # A prompt count smaller than its cache hits cannot include them: it is the uncached input.
         input_tokens=uncached if uncached >= 0 else prompt,
-        output_tokens=completion,
+        output_tokens=output,
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )

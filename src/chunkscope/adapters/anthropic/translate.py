@@ -18,7 +18,8 @@ profile whatever order the wire uses: our block indexes count 0, 1, 2, … in
 the order blocks are emitted; a block that the wire opens while another is
 still open is buffered and emitted, whole, after the open one ends, so blocks
 never interleave. Usage and finish are deferred to ``message_stop`` (the
-stream's terminator), so nothing follows the finish.
+stream's terminator), so nothing follows the finish. Usage with
+``iterations[]`` (compaction) is the sum over every billed iteration.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chunkscope.protocol._chunks import (
+from chunkscope.protocol import (
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
     FinishReason,
+    LlmError,
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
@@ -42,11 +44,17 @@ from chunkscope.protocol._chunks import (
     ToolCallBlock,
     ToolCallDelta,
     Usage,
-    trusted,
 )
-from chunkscope.protocol._errors import LlmError, http_status_code
+from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 
-from ._http import is_context_window_exceeded, is_quota_exceeded
+from .._failures import (
+    error_code,
+    is_context_window_exceeded,
+    is_quota_exceeded,
+    loads,
+    preview,
+    stream_error,
+)
 
 __all__ = [
     "AnthropicTranslator",
@@ -89,27 +97,10 @@ def looks_like_quota(message: str) -> bool:
 
 
 def anthropic_error_code(error_type: str | None, message: str = "", status: int | None = None) -> str:
-    """The ``LlmError`` code for an Anthropic error object (``{"type", "message"}``).
-
-    Quota wording wins over the type (Anthropic reports an exhausted credit
-    balance as ``invalid_request_error``); then the type decides; an unknown
-    type falls back to the HTTP status, or ``SERVER`` for an in-stream error.
-    """
-    if error_type == "billing_error" or looks_like_quota(message):
-        return "QUOTA"
-    if error_type in ("overloaded_error", "api_error", "timeout_error"):
-        return "SERVER"
-    if error_type == "rate_limit_error":
-        return "RATE_LIMIT"
-    if error_type in ("authentication_error", "permission_error"):
-        return "AUTH"
-    if error_type in ("invalid_request_error", "request_too_large"):
-        return "CONTEXT_WINDOW_EXCEEDED" if looks_like_context_overflow(message) else "INVALID_REQUEST"
-    if error_type == "not_found_error":
-        return "HTTP_404"
-    if status is not None and not 200 <= status <= 299:
-        return http_status_code(status)
-    return "SERVER"
+    """The ``LlmError`` code for an Anthropic error object (``{"type", "message"}``): the one
+    table (``_failures.error_code``) with ``status`` None for an error inside the stream."""
+    detail = " ".join(part for part in (error_type, message) if part)
+    return error_code(status, detail=detail, error_type=error_type)
 
 
 def map_stop_reason(stop_reason: str) -> FinishReason:
@@ -174,9 +165,17 @@ class AnthropicTranslator:
     before a raise are valid output and stay valid.
     """
 
-    def __init__(self, *, request_id: str | None = None) -> None:
+    def __init__(
+        self,
+        label: str = "Anthropic API",
+        secrets: tuple[str, ...] = (),
+        *,
+        request_id: str | None = None,
+    ) -> None:
+        self.label = label
+        self.secrets = tuple(secrets)
         self.request_id = request_id
-        self.finished = False
+        self.done = False
         self._started = False
         self._blocks: dict[int, _Block | None] = {}  # wire index → block (None: skipped type)
         self._queue: list[_Block] = []  # started, not yet fully emitted; head is live
@@ -192,24 +191,42 @@ class AnthropicTranslator:
 
     # --- entry points ---------------------------------------------------------
 
+    @property
+    def finished(self) -> bool:
+        """True once ``message_stop`` came (the same as ``done``)."""
+        return self.done
+
+    def feed(self, event: tuple[str, str]) -> list[AnyChunk]:
+        """Translate one SSE event ``(name, data_text)``; returns the chunks it completes."""
+        return self.feed_text(event[0], event[1])
+
+    def end(self) -> list[AnyChunk]:
+        """The body ended: ``[]`` after ``message_stop``, else ``LlmError`` ``STREAM_CLOSED``."""
+        self.close()
+        return []
+
+    def salvage(self) -> list[AnyChunk]:
+        """Chunks produced before a failure in the same event: this translator raises before emitting."""
+        return []
+
     def feed_text(self, event: str | None, data: str) -> list[AnyChunk]:
-        """Parse one SSE event's ``data`` text as JSON and ``feed`` it."""
+        """Parse one SSE event's ``data`` text as JSON and ``feed_parsed`` it."""
         if not data.strip():
-            return [] if event in (None, "ping", "message") else self.feed(event, {})
+            return [] if event in (None, "ping", "message") else self.feed_parsed(event, {})
         try:
-            payload = json.loads(data)
+            payload = loads(data)
         except ValueError as exc:
             raise LlmError(
-                f"malformed Anthropic stream event {event or 'message'!r}: not JSON: {data[:120]!r}",
+                f"malformed Anthropic stream event {event or 'message'!r}: not JSON ({exc}): "
+                f"{preview(data, self.secrets)}",
                 "MALFORMED_RESPONSE",
                 request_id=self.request_id,
-                cause=exc,
-            ) from exc
-        return self.feed(event, payload)
+            ) from None
+        return self.feed_parsed(event, payload)
 
-    def feed(self, event: str | None, data: Any) -> list[AnyChunk]:
-        """Translate one event; returns the chunks it produces (often one, maybe none)."""
-        if self.finished:
+    def feed_parsed(self, event: str | None, data: Any) -> list[AnyChunk]:
+        """Translate one event given its parsed JSON; returns the chunks it produces (maybe none)."""
+        if self.done:
             return []  # nothing may follow the finish
         if not isinstance(data, dict):
             raise _malformed(f"Anthropic stream event {event!r} is not a JSON object", self.request_id)
@@ -247,7 +264,7 @@ class AnthropicTranslator:
 
     def close(self) -> None:
         """Call at the end of the byte stream: raises ``STREAM_CLOSED`` unless ``message_stop`` came."""
-        if not self.finished:
+        if not self.done:
             raise LlmError(
                 "the Anthropic event stream ended before message_stop",
                 "STREAM_CLOSED",
@@ -258,18 +275,10 @@ class AnthropicTranslator:
 
     def _error_event(self, data: dict[str, Any]) -> LlmError:
         error = data.get("error")
-        error_type: str | None = None
-        message = ""
-        if isinstance(error, dict):
-            raw_type = error.get("type")
-            error_type = raw_type if isinstance(raw_type, str) else None
-            raw_message = error.get("message")
-            message = raw_message if isinstance(raw_message, str) else ""
-        code = anthropic_error_code(error_type, message)
-        text = message or "the provider reported an error in the stream"
-        if error_type:
-            text = f"{text} ({error_type})"
-        return LlmError(text, code, request_id=self.request_id)
+        return stream_error(
+            error if isinstance(error, dict) else {}, label=self.label, secrets=self.secrets,
+            request_id=self.request_id,
+        )
 
     def _message_start(self, data: dict[str, Any]) -> list[AnyChunk]:
         if self._started:
@@ -300,11 +309,32 @@ class AnthropicTranslator:
         value = _count(usage.get("cache_creation_input_tokens"), "cache_creation_input_tokens", rid)
         if value is not None:
             self._cache_write = value
+        iterations = usage.get("iterations")
+        if isinstance(iterations, list) and iterations:
+            self._read_iterations(iterations)
         details = usage.get("output_tokens_details")
         if isinstance(details, dict):
             value = _count(details.get("thinking_tokens"), "thinking_tokens", rid)
             if value is not None:
                 self._reasoning_tokens = value
+
+    def _read_iterations(self, iterations: list[Any]) -> None:
+        # Compaction bills several iterations; the top-level counts describe only the last one.
+        rid = self.request_id
+        sums: dict[str, int] = {}
+        for entry in iterations:
+            if not isinstance(entry, dict):
+                raise _malformed("usage.iterations[] entry is not an object", rid)
+            for name in _ITERATION_COUNTS:
+                value = _count(entry.get(name), f"iterations[].{name}", rid)
+                if value is not None:
+                    sums[name] = sums.get(name, 0) + value
+        self._input_tokens = sums.get("input_tokens", self._input_tokens)
+        self._output_tokens = sums.get("output_tokens", self._output_tokens)
+        if "cache_read_input_tokens" in sums:
+            self._cache_read = sums["cache_read_input_tokens"]
+        if "cache_creation_input_tokens" in sums:
+            self._cache_write = sums["cache_creation_input_tokens"]
 
     def _wire_index(self, data: dict[str, Any], event: str) -> int:
         index = data.get("index")
@@ -449,7 +479,7 @@ class AnthropicTranslator:
             )
         out.append(Usage(usage=self.usage()))
         out.append(Finish(reason=reason, replay_state=self.replay_state()))
-        self.finished = True
+        self.done = True
         return out
 
     # --- results --------------------------------------------------------------
@@ -552,8 +582,16 @@ class AnthropicTranslator:
             out.append(BlockEnd(index=block.index, block=tool))
 
 
+_ITERATION_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
 def _is_json_object(text: str) -> bool:
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(loads(text), dict)
     except ValueError:
         return False

@@ -1,0 +1,427 @@
+"""Every provider failure → ``LlmError``: ONE classification table for every wire.
+
+``error_code(status, detail=..., error_type=...)`` is the only place a code is
+chosen, for an HTTP error answer (status known) and for an error event inside
+a 200 stream (no status; the error object's type decides). Rules, first match
+wins (status before wording, as the reference does):
+
+=====================================================  ==========================
+condition                                              code
+=====================================================  ==========================
+status 401 / 403                                       AUTH
+status 413, or type ``request_too_large``              INVALID_REQUEST
+quota wording, status 402, type ``billing``/``quota``  QUOTA
+status 429, type ``rate_limit``                        RATE_LIMIT
+status 400 or type ``invalid_request`` + context       CONTEXT_WINDOW_EXCEEDED
+status 400, type ``invalid_request``                   INVALID_REQUEST
+type ``authentication`` / ``permission``               AUTH
+status 5xx, type ``overloaded``/``api_error``/…        SERVER
+type ``not_found``                                     HTTP_404
+any other status                                       HTTP_<status>
+an in-stream error nothing above recognises            SERVER
+=====================================================  ==========================
+
+(The reference maps a bare 402 to ``HTTP_402``; here 402 Payment Required is
+``QUOTA``: both are terminal, never retried.) Context wording is
+``is_context_window_exceeded`` plus Anthropic's ``prompt is too long``; quota
+wording is ``is_quota_exceeded`` plus ``credit balance is too low`` and
+``billing (hard) limit``.
+
+Messages are bounded and secret-free: text is redacted BEFORE it is cut, and a
+cut never leaves a prefix of a secret at its edge. Every JSON parse here is
+depth-safe (a deeply nested body is "not JSON", never a ``RecursionError``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from chunkscope.protocol import LlmError
+
+__all__ = [
+    "MAX_CAUSE_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "ProviderErrorBody",
+    "bounded",
+    "error_code",
+    "error_detail",
+    "error_from_response",
+    "http_error_code",
+    "is_context_window_exceeded",
+    "is_quota_exceeded",
+    "loads",
+    "preview",
+    "redact",
+    "request_id",
+    "retry_after_ms",
+    "stream_error",
+    "transport_error",
+]
+
+MAX_MESSAGE_CHARS = 2000
+"""The longest provider text an ``LlmError`` message carries (the rest is on its cause)."""
+MAX_CAUSE_CHARS = 65536
+"""The longest provider body kept on an error's ``cause`` (``ProviderErrorBody``)."""
+PREVIEW_CHARS = 120
+"""How much of a malformed payload a message quotes."""
+
+# --- wording classifiers (the reference's, with JS regex semantics) ---------------
+# JS ``\b`` is ASCII-only while ``\s`` is Unicode and ``.`` excludes line terminators:
+# explicit ASCII boundaries keep "éinsufficient quota" a match without re.ASCII.
+_B0 = r"(?<![A-Za-z0-9_])"
+_B1 = r"(?![A-Za-z0-9_])"
+_DOT = r"[^\n\r\u2028\u2029]"
+
+
+def _js(pattern: str) -> re.Pattern[str]:
+    # ``<`` / ``>`` mark a word boundary on the left / right (ASCII word characters, as in JS).
+    return re.compile(pattern.replace("<", _B0).replace(">", _B1).replace("·", _DOT), re.IGNORECASE)
+
+
+_CONTEXT_RULES = (
+    re.compile(
+        r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-]"
+        r"(?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])",
+        re.IGNORECASE,
+    ),
+    _js(r"<(?:maximum|max)>(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)>"),
+    _js(
+        r"<(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+"
+        r"(?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?>"
+    ),
+    _js(r"<(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+model>"),
+    _js(
+        r"<(?:input|prompt|request|messages?)>·{0,40}<(?:exceed(?:s|ed)?|overflows?|is\s+larger\s+than)>"
+        r"·{0,40}<(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?>"
+    ),
+)
+
+_QUOTA_RULES = (
+    _js(r"<insufficient[\s_-]+(?:quota|balance|credits?)>"),
+    _js(r"<(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)>"),
+    _js(r"<exceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota>"),
+    _js(r"<(?:balance|credits?)[\s_-]+(?:exhausted|depleted)>"),
+    _js(r"<out[\s_-]+of[\s_-]+(?:credits?|budget)>"),
+)
+
+# Provider phrases the reference's wording rules do not cover: Anthropic's overflow and credit
+# messages, OpenAI's billing limit. The table uses them beside the reference classifiers.
+_WIRE_CONTEXT = re.compile(r"prompt is too long", re.IGNORECASE)
+_WIRE_QUOTA = re.compile(
+    r"(?:balance|credits?)[\s_-]+(?:is[\s_-]+)?too[\s_-]+low|billing[\s_-]*(?:hard[\s_-]*)?limit",
+    re.IGNORECASE,
+)
+
+
+def is_context_window_exceeded(detail: str) -> bool:
+    """True for wording that says the request does not fit the model's context window.
+
+    The reference's classifier (``isContextWindowExceededError``); pass code,
+    type and message joined into one string.
+    """
+    return any(rule.search(detail) is not None for rule in _CONTEXT_RULES)
+
+
+def is_quota_exceeded(detail: str) -> bool:
+    """True for wording that says the account's quota, balance, credits or budget are exhausted
+    (never a transient rate limit). The reference's classifier (``isQuotaExceededError``)."""
+    return any(rule.search(detail) is not None for rule in _QUOTA_RULES)
+
+
+# --- THE table ---------------------------------------------------------------------
+
+# Error-object type (either wire's vocabulary), by substring → code. Checked after the status rules.
+_TYPE_CODES: tuple[tuple[str, str], ...] = (
+    ("request_too_large", "INVALID_REQUEST"),
+    ("billing", "QUOTA"),
+    ("insufficient_quota", "QUOTA"),
+    ("rate_limit", "RATE_LIMIT"),
+    ("invalid_request", "INVALID_REQUEST"),
+    ("authentication", "AUTH"),
+    ("permission", "AUTH"),
+    ("not_found", "HTTP_404"),
+    ("overloaded", "SERVER"),
+    ("server_error", "SERVER"),
+    ("api_error", "SERVER"),
+    ("internal", "SERVER"),
+    ("timeout", "SERVER"),
+)
+
+
+def error_code(status: int | None, *, detail: str = "", error_type: str | None = None) -> str:
+    """The ``LlmError`` code for a provider failure (see the module table).
+
+    ``status`` is the HTTP status (None for an error event inside a 200
+    stream), ``detail`` the code/type/message text, ``error_type`` the error
+    object's ``type`` when the wire names one.
+    """
+    if status in (401, 403):
+        return "AUTH"
+    kind = (error_type or "").lower()
+    type_code = next((code for needle, code in _TYPE_CODES if needle in kind), None) if kind else None
+    if status == 413 or (type_code == "INVALID_REQUEST" and "too_large" in kind):
+        return "INVALID_REQUEST"
+    if status == 402 or type_code == "QUOTA" or is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail):
+        return "QUOTA"
+    if status == 429 or type_code == "RATE_LIMIT":
+        return "RATE_LIMIT"
+    if status == 400 or (status is None and type_code == "INVALID_REQUEST"):
+        context = is_context_window_exceeded(detail) or _WIRE_CONTEXT.search(detail) is not None
+        return "CONTEXT_WINDOW_EXCEEDED" if context else "INVALID_REQUEST"
+    if status is None:
+        if type_code is not None:
+            return type_code
+        if is_context_window_exceeded(detail):
+            return "CONTEXT_WINDOW_EXCEEDED"
+        low = detail.lower()
+        return next((code for needle, code in _TYPE_CODES if needle in low), "SERVER")
+    if status >= 500:
+        return "SERVER"
+    return f"HTTP_{status}"
+
+
+def http_error_code(status: int, detail: str = "") -> str:
+    """The code for a non-2xx ``status`` whose body says ``detail`` (``error_code`` with a status)."""
+    return error_code(status, detail=detail)
+
+
+# --- JSON, redaction, bounds ------------------------------------------------------
+
+_decoder = json.JSONDecoder()
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` that reports nesting too deep for the parser as ``ValueError``, like any bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every occurrence of each (non-trivial) secret replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _strip_partial(text: str, secrets: tuple[str, ...]) -> str:
+    # A text cut before it reached us may end in the first characters of a secret.
+    for secret in secrets:
+        for k in range(min(len(secret) - 1, len(text)), 3, -1):
+            if text.endswith(secret[:k]):
+                return text[:-k] + "***"
+    return text
+
+
+def bounded(
+    text: str, secrets: Iterable[str], limit: int = MAX_MESSAGE_CHARS, *, cut_before: bool = False
+) -> str:
+    """``text`` redacted, THEN cut to ``limit`` characters (``…`` marks a cut).
+
+    ``cut_before``: the text was already cut upstream (a size-capped read), so
+    a secret's prefix at its very end is redacted too.
+    """
+    secrets = tuple(s for s in secrets if s and len(s) >= 4)
+    longest = max((len(s) for s in secrets), default=0)
+    if len(text) > limit + longest:
+        text = text[: limit + longest]  # a secret straddling ``limit`` lies wholly inside this
+        cut_before = True
+    text = redact(text, secrets)
+    if cut_before:
+        text = _strip_partial(text, secrets)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def preview(data: str, secrets: Iterable[str]) -> str:
+    """The redacted first ``PREVIEW_CHARS`` characters of a payload, quoted, for a message."""
+    return repr(bounded(data, secrets, PREVIEW_CHARS))
+
+
+class ProviderErrorBody(Exception):
+    """The raw (redacted, capped) body of a provider's error answer; the ``cause`` of its ``LlmError``."""
+
+
+def error_detail(body: bytes | str | Any) -> tuple[str | None, str, Mapping[str, Any] | None]:
+    """``(message, detail, error_object)`` from an error body of any common shape.
+
+    Understands OpenAI/DeepSeek ``{"error": {"message", "type", "code"}}``,
+    Anthropic ``{"type": "error", "error": {"type", "message"}}``, a bare
+    ``{"message": ...}`` or ``{"detail": ...}``, and plain text (also JSON too
+    deeply nested to parse). ``detail`` joins code, type and message (the
+    classifiers' input). Nothing is cut here: callers bound what they show.
+    """
+    parsed: Any = body
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body).decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            parsed = loads(body)
+        except ValueError:
+            text = body.strip()
+            return (text or None), text, None
+    error: Any = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(error, str):
+        return error, error, None
+    if not isinstance(error, dict):
+        error = parsed if isinstance(parsed, dict) else None
+    if error is None:
+        return None, "", None
+    message = error.get("message")
+    if not isinstance(message, str):
+        detail_field = error.get("detail")
+        message = detail_field if isinstance(detail_field, str) else None
+    parts = [str(error[k]) for k in ("code", "type") if isinstance(error.get(k), (str, int))]
+    if message:
+        parts.append(message)
+    return message, " ".join(parts), error
+
+
+def _error_type(error: Mapping[str, Any] | None) -> str | None:
+    if error is None:
+        return None
+    value = error.get("type")
+    if not isinstance(value, str):
+        value = error.get("code")
+    return value if isinstance(value, str) else None
+
+
+def retry_after_ms(headers: Mapping[str, str], *, now: float | None = None) -> int | None:
+    """The provider-requested delay as an integer number of ms (``retry-after-ms`` or ``Retry-After``).
+
+    ``Retry-After`` may be seconds (``2``, ``1.5``) or an HTTP date; ``now``
+    (epoch seconds) is injectable for tests. None when absent, unparsable or
+    not in the future. Fractions of a ms round up (a delay is never shortened).
+    """
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value > 0:
+            return math.ceil(value)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        current = now if now is not None else datetime.now(timezone.utc).timestamp()
+        seconds = when.timestamp() - current
+    if not math.isfinite(seconds) or seconds <= 0:
+        return None
+    ms = seconds * 1000.0
+    return math.ceil(ms) if math.isfinite(ms) else None
+
+
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-deepseek-request-id", "anthropic-request-id")
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's request id (``x-request-id``, ``request-id``, …), if any."""
+    for name in _REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            return value or None  # present but empty: no id (never another header's)
+    return None
+
+
+def error_from_response(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    label: str,
+    secrets: Iterable[str] = (),
+    truncated: bool = False,
+) -> LlmError:
+    """The ``LlmError`` for a non-2xx answer: code, status, retry delay, request id, a bounded message.
+
+    ``truncated``: ``body`` is the first part of a longer body (a capped read).
+    """
+    secrets = tuple(secrets)
+    message, detail, error = error_detail(body)
+    code = error_code(status, detail=detail, error_type=_error_type(error))
+    reason = httpx.codes.get_reason_phrase(status)
+    text = f"{label} answered HTTP {status}" + (f" {reason}" if reason else "")
+    if message:
+        text += f": {message}"
+    raw = body.decode("utf-8", "replace") or f"HTTP {status}"
+    return LlmError(
+        bounded(text, secrets, cut_before=truncated),
+        code,
+        status=status,
+        retry_after_ms=retry_after_ms(headers),
+        request_id=request_id(headers),
+        cause=ProviderErrorBody(bounded(raw, secrets, MAX_CAUSE_CHARS, cut_before=truncated)),
+    )
+
+
+def stream_error(
+    error: Any,
+    *,
+    label: str,
+    secrets: Iterable[str] = (),
+    request_id: str | None = None,
+) -> LlmError:
+    """The ``LlmError`` for an error object delivered inside a 200 stream (either wire's shape).
+
+    A numeric ``status``/``code``/``status_code`` in the object counts as the
+    HTTP status; else its type and wording decide (``error_code``).
+    """
+    secrets = tuple(secrets)
+    message, detail, obj = error_detail({"error": error})
+    status: int | None = None
+    if obj is not None:
+        for key in ("status", "code", "status_code"):
+            value = obj.get(key)
+            if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
+                status = value
+                break
+    error_type = _error_type(obj)
+    code = error_code(status, detail=detail, error_type=error_type)
+    what = message or detail or "no message"
+    if error_type and message:
+        what += f" ({error_type})"
+    text = f"{label} reported an error inside the stream: {what}"
+    cause = ProviderErrorBody(bounded(detail, secrets, MAX_CAUSE_CHARS)) if detail else None
+    return LlmError(
+        bounded(text, secrets),
+        code,
+        status=status if status is not None and status >= 300 else None,
+        request_id=request_id,
+        cause=cause,
+    )
+
+
+def transport_error(exc: BaseException, *, label: str, secrets: Iterable[str] = ()) -> LlmError:
+    """The ``LlmError`` for an httpx (or socket) failure: TIMEOUT, TRANSPORT or MALFORMED_RESPONSE."""
+    if isinstance(exc, httpx.TimeoutException):
+        code, what = "TIMEOUT", "timed out"
+    elif isinstance(exc, httpx.DecodingError):
+        code, what = "MALFORMED_RESPONSE", "sent a body that cannot be decoded"
+    elif isinstance(exc, httpx.RemoteProtocolError):
+        code, what = "TRANSPORT", "broke the connection mid-response"
+    elif isinstance(exc, httpx.ConnectError):
+        code, what = "TRANSPORT", "could not be reached"
+    else:
+        code, what = "TRANSPORT", "failed"
+    detail = str(exc) or type(exc).__name__
+    return LlmError(bounded(f"{label} {what}: {detail}", secrets), code, cause=exc)

@@ -1,0 +1,136 @@
+"""``OpenAICompatAdapter``: DeepSeek and any OpenAI-compatible chat-completions server.
+
+``POST {base_url}/chat/completions`` with ``stream: true`` and
+``stream_options.include_usage``. The request comes from ``request.py``, the
+translation from ``translate.py``; everything else (credential, guard,
+limits, failures) is the shared SSE core (``_sse.SseAdapter``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
+from .._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
+from .request import build_body
+from .translate import OpenAITranslator
+
+__all__ = ["DEEPSEEK_EFFORTS", "DEEPSEEK_MODELS", "OpenAICompatAdapter"]
+
+DEEPSEEK_EFFORTS = ReasoningInfo(
+    (
+        ReasoningEffort("off", "Off", "thinking disabled"),
+        ReasoningEffort("low", "Low"),
+        ReasoningEffort("high", "High"),
+        ReasoningEffort("max", "Max"),
+    )
+)
+"""DeepSeek's reasoning efforts: ``off`` sends ``thinking: disabled``, the others ``reasoning_effort``."""
+
+DEEPSEEK_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo("deepseek-chat", "DeepSeek Chat", reasoning=DEEPSEEK_EFFORTS),
+    ModelInfo("deepseek-reasoner", "DeepSeek Reasoner", reasoning=DEEPSEEK_EFFORTS),
+    ModelInfo("deepseek-v4*", "DeepSeek V4", reasoning=DEEPSEEK_EFFORTS),
+)
+"""The default model table. An id ending in ``*`` matches every model id with that prefix."""
+
+
+class OpenAICompatAdapter(SseAdapter):
+    """DeepSeek / OpenAI chat-completions streaming adapter.
+
+    ``base_url`` is the API root that ``/chat/completions`` is appended to
+    (``https://api.deepseek.com``, ``LocalProvider().base_url``). The key comes
+    from ``api_key`` or, at stream time, the ``api_key_env`` environment
+    variable (``DEEPSEEK_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
+    and one no header can carry ``INVALID_CREDENTIAL``, both raised by
+    ``stream()`` before any I/O. ``http_client`` is used as given (the caller
+    closes it); otherwise the adapter owns one (``aclose()`` / ``async with``).
+    ``idle_timeout`` (seconds, None = wait forever) bounds the silence between
+    bytes, ``total_timeout`` (None = none) the whole call. ``models`` replaces
+    the model table (default ``DEEPSEEK_MODELS``); ``headers`` are added to
+    every request (they may replace the ``User-Agent``, never remove it).
+    ``think_tags=True`` reads ``<think>…</think>`` in the text as reasoning
+    (R1-style models served by vLLM, Ollama, Groq, Together).
+    ``max_event_bytes`` / ``max_body_bytes`` bound one SSE event and the
+    decompressed body (``MALFORMED_RESPONSE`` beyond, partial output kept).
+
+    Every ``GenerateOptions`` field is honoured: ``reasoning_effort`` ``off``
+    sends ``thinking: {"type": "disabled"}``, any other listed effort sends
+    ``reasoning_effort`` (plus ``thinking: enabled`` for ``deepseek*`` models);
+    a model's configured default effort applies when none is given;
+    ``purpose`` is caller metadata (recordings, usage records) and does not
+    change the request.
+    """
+
+    provider = "deepseek"
+    supported_options = frozenset(OPTIONAL_OPTIONS)
+    path = "/chat/completions"
+    api_name = "chat completions API"
+    default_api_key_env = "DEEPSEEK_API_KEY"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        idle_timeout: float | None = 60.0,
+        total_timeout: float | None = None,
+        models: Sequence[ModelInfo] | None = None,
+        headers: Mapping[str, str] | None = None,
+        api_key_env: str | None = "DEEPSEEK_API_KEY",
+        think_tags: bool = False,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            http_client=http_client,
+            idle_timeout=idle_timeout,
+            total_timeout=total_timeout,
+            headers=headers,
+            api_key_env=api_key_env,
+            max_event_bytes=max_event_bytes,
+            max_body_bytes=max_body_bytes,
+        )
+        self.think_tags = think_tags
+        self._models = tuple(DEEPSEEK_MODELS if models is None else models)
+
+    # -- models --
+
+    def models(self) -> list[ModelInfo]:
+        """The exact (non-pattern) entries of the model table."""
+        return [m for m in self._models if not m.id.endswith("*")]
+
+    def model_info(self, model: str) -> ModelInfo | None:
+        """The table entry for ``model``: an exact id first, else the longest matching ``prefix*``."""
+        best: ModelInfo | None = None
+        for info in self._models:
+            if info.id == model:
+                return info
+            if (
+                info.id.endswith("*")
+                and model.startswith(info.id[:-1])
+                and (best is None or len(info.id) > len(best.id))
+            ):
+                best = info
+        return dataclasses.replace(best, id=model) if best is not None else None
+
+    # -- the wire --
+
+    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body ``stream()`` sends for ``options`` (for inspection and tests)."""
+        return build_body(options, self.model_info(options.model))
+
+    def wire_headers(self, key: str) -> dict[str, str]:
+        """``Authorization: Bearer <key>``."""
+        return {"Authorization": f"Bearer {key}"}
+
+    def translator(self, secrets: tuple[str, ...]) -> OpenAITranslator:
+        """A fresh translator for one response."""
+        return OpenAITranslator(self._label, secrets, think_tags=self.think_tags)
