@@ -1,0 +1,286 @@
+"""``LlmRuntime``: the adapter registry, checks before any I/O, and failure normalization."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
+from chunkscope.protocol import AnyChunk, Finish, FinishReason, LlmError, StreamResult, collect
+
+from ._sync import run_sync
+
+__all__ = ["AdapterDefectError", "LlmRuntime", "PreparedCall", "Registration", "normalize_failure"]
+
+FailureMode = Literal["raise", "normalize"]
+
+
+class AdapterDefectError(LlmError):
+    """Code ``UNKNOWN``: an adapter raised something that is not an ``LlmError``.
+
+    A defect of the adapter, shown rather than hidden: ``adapter`` names the
+    adapter class, ``cause`` is the original exception.
+    """
+
+    adapter_defect = True
+
+    def __init__(self, adapter: str, cause: BaseException) -> None:
+        super().__init__(
+            f"adapter {adapter} raised {type(cause).__name__} (an adapter defect: adapters must raise "
+            f"LlmError): {cause}",
+            "UNKNOWN",
+            cause=cause,
+        )
+        self.adapter = adapter
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A call checked before any I/O: the options to send, the model's metadata, what was filled.
+
+    ``filled`` names the ``GenerateOptions`` fields the runtime set from the
+    adapter's defaults (``reasoning_effort``, ``max_tokens``), in that order.
+    """
+
+    options: GenerateOptions
+    adapter: LlmAdapter
+    model: ModelInfo | None
+    filled: tuple[str, ...]
+
+    @property
+    def effective_effort(self) -> str | None:
+        """The reasoning effort the call runs with (explicit or filled), or None."""
+        return self.options.reasoning_effort
+
+
+class Registration:
+    """The handle ``register_adapter`` returns: ``unregister()`` (or ``with``) removes its routes."""
+
+    def __init__(self, runtime: LlmRuntime, providers: tuple[str, ...], adapter: LlmAdapter) -> None:
+        self.runtime = runtime
+        self.providers = providers
+        self.adapter = adapter
+        self._active = True
+
+    @property
+    def active(self) -> bool:
+        """True until ``unregister()``."""
+        return self._active
+
+    def unregister(self) -> None:
+        """Remove this registration's routes (idempotent; a route re-registered since is left alone)."""
+        if self._active:
+            self._active = False
+            self.runtime._remove(self)
+
+    def __enter__(self) -> Registration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unregister()
+
+    def __repr__(self) -> str:
+        adapter = type(self.adapter).__name__
+        return f"Registration(providers={list(self.providers)}, adapter={adapter}, active={self._active})"
+
+
+def normalize_failure(exc: BaseException, adapter: LlmAdapter | None = None) -> LlmError:
+    """``exc`` as an ``LlmError``: itself, or an ``AdapterDefectError`` (``UNKNOWN``) wrapping it."""
+    if isinstance(exc, LlmError):
+        return exc
+    return AdapterDefectError(type(adapter).__name__ if adapter is not None else "adapter", exc)
+
+
+def failure_finish(error: LlmError, aborted: bool = False) -> Finish:
+    """The terminal ``finish`` chunk carrying ``error``: kind ``aborted`` for an abort, else ``error``."""
+    kind: Literal["error", "aborted"] = "aborted" if aborted or error.code == "ABORTED" else "error"
+    return Finish(reason=FinishReason(kind=kind, failure=error.failure))
+
+
+class LlmRuntime:
+    """Routes calls to registered adapters and checks them before any network I/O.
+
+    ``register_adapter(providers, adapter)`` claims routes (a provider name, or
+    several) all-or-nothing; ``stream(options)`` routes on ``options.provider``.
+    """
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Registration] = {}
+        self._lock = threading.Lock()
+
+    # --- the registry ----------------------------------------------------------
+
+    def register_adapter(self, providers: str | Iterable[str], adapter: LlmAdapter) -> Registration:
+        """Route ``providers`` to ``adapter``; returns the handle that unregisters them.
+
+        All or nothing: if any route is taken (or named twice), nothing is
+        registered and ``LlmError`` ``DUPLICATE_ADAPTER`` is raised.
+        """
+        names = (providers,) if isinstance(providers, str) else tuple(providers)
+        if not names or any(not isinstance(n, str) or not n for n in names):
+            raise ValueError("providers must be one or more non-empty provider names")
+        if not isinstance(adapter, LlmAdapter):
+            raise TypeError(f"adapter must be an LlmAdapter, not {type(adapter).__name__}")
+        with self._lock:
+            taken = sorted({n for n in names if n in self._routes or names.count(n) > 1})
+            if taken:
+                raise LlmError(
+                    f"provider route(s) {', '.join(repr(n) for n in taken)} already have an adapter; "
+                    "unregister the old one first",
+                    "DUPLICATE_ADAPTER",
+                )
+            registration = Registration(self, names, adapter)
+            for name in names:
+                self._routes[name] = registration
+        return registration
+
+    def _remove(self, registration: Registration) -> None:
+        with self._lock:
+            for name in registration.providers:
+                if self._routes.get(name) is registration:
+                    del self._routes[name]
+
+    def list_providers(self) -> list[str]:
+        """The registered provider routes, in registration order."""
+        with self._lock:
+            return list(self._routes)
+
+    def adapter_for(self, provider: str) -> LlmAdapter:
+        """The adapter routed to ``provider``; ``LlmError`` ``NO_ADAPTER`` if none is."""
+        with self._lock:
+            registration = self._routes.get(provider)
+        if registration is None:
+            known = ", ".join(repr(n) for n in self.list_providers()) or "none"
+            raise LlmError(
+                f"no adapter is registered for provider {provider!r} (registered: {known})", "NO_ADAPTER"
+            )
+        return registration.adapter
+
+    async def list_models(self, provider: str) -> list[ModelInfo]:
+        """The models the provider's adapter advertises (may be empty)."""
+        return list(self.adapter_for(provider).models())
+
+    async def resolve_model(self, provider: str, model: str) -> ModelInfo | None:
+        """The adapter's metadata for ``model`` (None when it knows nothing about it)."""
+        return self.adapter_for(provider).model_info(model)
+
+    # --- checks before I/O -------------------------------------------------------
+
+    async def prepare_call(self, options: GenerateOptions) -> PreparedCall:
+        """Check ``options`` against the route's adapter and model, before any I/O.
+
+        Raises ``NO_ADAPTER``; ``UNSUPPORTED_OPTION`` for a set field the
+        adapter does not honour; ``UNSUPPORTED_REASONING_EFFORT`` for an
+        explicit effort the model does not list (or any effort on a model
+        without reasoning metadata); ``ABORTED`` if the signal already fired.
+        Fills the model's default reasoning effort and ``max_tokens`` when
+        unset and the adapter honours the field, and reports them in ``filled``.
+        """
+        adapter = self.adapter_for(options.provider)
+        unsupported = [n for n in options.set_options() if n not in adapter.supported_options]
+        if unsupported:
+            raise LlmError(
+                f"provider {options.provider!r} ({type(adapter).__name__}) cannot honour GenerateOptions "
+                f"field(s) {', '.join(unsupported)}; leave them unset",
+                "UNSUPPORTED_OPTION",
+            )
+        info = adapter.model_info(options.model)
+        reasoning = info.reasoning if info is not None else None
+        effort = options.reasoning_effort
+        if effort is not None and (reasoning is None or effort not in reasoning.ids):
+            listed = (
+                f"; it lists {list(reasoning.ids)}" if reasoning is not None else " (no reasoning metadata)"
+            )
+            raise LlmError(
+                f"provider {options.provider!r} model {options.model!r} does not support reasoning effort "
+                f"{effort!r}{listed}",
+                "UNSUPPORTED_REASONING_EFFORT",
+            )
+        changes: dict[str, Any] = {}
+        supported = adapter.supported_options
+        if (
+            effort is None
+            and reasoning is not None
+            and reasoning.default is not None
+            and ("reasoning_effort" in supported)
+        ):
+            changes["reasoning_effort"] = reasoning.default
+        if (
+            options.max_tokens is None
+            and info is not None
+            and info.max_tokens is not None
+            and ("max_tokens" in supported)
+        ):
+            changes["max_tokens"] = info.max_tokens
+        if options.signal is not None:
+            options.signal.throw_if_aborted()
+        prepared = options.replace(**changes) if changes else options
+        return PreparedCall(prepared, adapter, info, tuple(changes))
+
+    # --- streaming ------------------------------------------------------------------
+
+    def stream(self, options: GenerateOptions, *, failures: FailureMode = "raise") -> AsyncIterator[AnyChunk]:
+        """Stream ``options`` through its route's adapter, after ``prepare_call``.
+
+        ``failures="raise"`` (default): chunks as produced, then the failure is
+        raised as ``LlmError`` (an adapter's plain exception as
+        ``AdapterDefectError``, code ``UNKNOWN``, with the original as cause).
+        ``failures="normalize"``: never raises an ``LlmError``; a failure
+        (including a refusal by ``prepare_call``) becomes one terminal
+        ``finish`` of kind ``error`` (``aborted`` for an abort) carrying it,
+        after the chunks already produced; open blocks stay open, as the
+        protocol's rules allow at such a finish.
+        """
+        if failures not in ("raise", "normalize"):
+            raise ValueError('failures must be "raise" or "normalize"')
+        return self._stream(options, failures)
+
+    async def _stream(self, options: GenerateOptions, failures: FailureMode) -> AsyncIterator[AnyChunk]:
+        adapter: LlmAdapter | None = None
+        finished = False
+        try:
+            prepared = await self.prepare_call(options)
+            adapter = prepared.adapter
+            source = adapter.stream(prepared.options)
+            try:
+                async for chunk in source:
+                    if getattr(chunk, "type", None) == "finish":
+                        finished = True
+                    yield chunk
+            finally:
+                aclose = getattr(source, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except Exception as exc:
+            error = normalize_failure(exc, adapter)
+            if failures == "raise" or finished:
+                if error is exc:
+                    raise
+                raise error from exc
+            signal = options.signal
+            yield failure_finish(error, aborted=signal is not None and signal.aborted)
+
+    async def generate(self, options: GenerateOptions, *, profile: str = "strict") -> StreamResult:
+        """Collect one call into a ``StreamResult`` (a failure lands in ``result.error``)."""
+        return await collect(self.stream(options), profile=profile)
+
+    def generate_sync(
+        self, options: GenerateOptions | None = None, /, *, profile: str = "strict", **fields: Any
+    ) -> StreamResult:
+        """``generate`` for code without asyncio; also works inside a running Jupyter loop.
+
+        Takes a ``GenerateOptions`` or its fields as keywords
+        (``provider=..., model=..., messages=...``).
+        """
+        if options is None:
+            options = GenerateOptions(**fields)
+        elif fields:
+            options = options.replace(**fields)
+        return run_sync(self.generate(options, profile=profile))
+
+    def __repr__(self) -> str:
+        routes: Mapping[str, Registration] = dict(self._routes)
+        inner = ", ".join(f"{name}={type(r.adapter).__name__}" for name, r in routes.items())
+        return f"LlmRuntime({inner})"
