@@ -22,6 +22,7 @@ Where chunkscope decides differently (each pinned by a test in
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random as _random
 from collections.abc import Awaitable, Callable, Mapping
@@ -154,6 +155,17 @@ class RetryPolicy:
             initialDelayMs=self.initial_delay_ms, maxDelayMs=self.max_delay_ms, jitterRatio=self.jitter
         )
         return out
+
+    def policy_key(self) -> str:
+        """The reference's identity of a resolved policy (compact JSON; codes sorted)."""
+        if self.mode == "always":
+            parts: list[Any] = [self.mode, self.initial_delay_ms, self.max_delay_ms, self.jitter]
+        else:
+            parts = [
+                self.mode, self.max_retries, sorted(self.retryable_codes),
+                self.initial_delay_ms, self.max_delay_ms, self.jitter,
+            ]
+        return json.dumps(parts, separators=(",", ":"))
 
     # --- decisions -----------------------------------------------------------------
 
