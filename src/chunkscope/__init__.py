@@ -48,7 +48,8 @@ _EXPORTS: dict[str, str] = {
     # runtime (issue 10): registry, checks before I/O, retries, the agent loop and its events
     **dict.fromkeys(
         [
-            "LlmRuntime", "PreparedCall", "Registration", "AdapterDefectError", "RetryPolicy", "RetryDecision",
+            "LlmRuntime", "PreparedCall", "Registration", "AdapterDefectError", "RetryPolicy",
+            "RetryDecision",
             "AgentLoop", "AgentRun", "AgentResult", "AgentEvent", "StepStart", "ChunkEvent", "RetryScheduled",
             "OutputDiscarded", "ToolCallEvent", "ToolResultEvent", "ToolOutcome", "StepEnd", "StepRecord",
             "LoopEnd", "AttemptUsage", "Tool", "ToolArgumentsError", "tool",

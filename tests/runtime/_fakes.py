@@ -28,7 +28,11 @@ def tool_reply(*calls: tuple[str, str, str], usage: tuple[int, int] = (10, 5)) -
         out += [
             {"type": "block-start", "index": i, "blockType": "tool-call"},
             {"type": "tool-call-delta", "index": i, "id": cid, "name": name, "argumentsDelta": args},
-            {"type": "block-end", "index": i, "block": {"type": "tool-call", "id": cid, "name": name, "arguments": args}},
+            {
+                "type": "block-end",
+                "index": i,
+                "block": {"type": "tool-call", "id": cid, "name": name, "arguments": args},
+            },
         ]
     out += [
         {"type": "usage", "usage": {"inputTokens": usage[0], "outputTokens": usage[1]}},
@@ -40,8 +44,9 @@ def tool_reply(*calls: tuple[str, str, str], usage: tuple[int, int] = (10, 5)) -
 class Call:
     """One scripted call: chunks, then optionally an exception (any, to test defects)."""
 
-    def __init__(self, chunks: Sequence[dict[str, Any]] = (), error: BaseException | None = None,
-                 hang: bool = False) -> None:
+    def __init__(
+        self, chunks: Sequence[dict[str, Any]] = (), error: BaseException | None = None, hang: bool = False
+    ) -> None:
         self.chunks = [parse_chunk(c) for c in chunks]
         self.error = error
         self.hang = hang
@@ -53,8 +58,13 @@ class SequenceAdapter(LlmAdapter):
     provider = "seq"
     supported_options = frozenset(OPTIONAL_OPTIONS)
 
-    def __init__(self, calls: Sequence[Call], *, models: Sequence[ModelInfo] = (),
-                 supported: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        calls: Sequence[Call],
+        *,
+        models: Sequence[ModelInfo] = (),
+        supported: frozenset[str] | None = None,
+    ) -> None:
         self.script = list(calls)
         self.calls: list[GenerateOptions] = []
         self._models = list(models)

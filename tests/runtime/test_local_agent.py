@@ -56,7 +56,9 @@ class Sink:
         self.rows.append({"result": result, **kw})
 
 
-async def test_a_tool_round_trip_checks_clean_chunk_by_chunk_with_the_usage_of_both_steps(provider: Any) -> None:
+async def test_a_tool_round_trip_checks_clean_chunk_by_chunk_with_the_usage_of_both_steps(
+    provider: Any,
+) -> None:
     sink = Sink()
     async with cs.OpenAICompatAdapter(provider.base_url, "test-key") as adapter:
         loop = cs.AgentLoop(adapter, tools=[get_weather], log=sink)

@@ -34,7 +34,11 @@ def test_the_schema_comes_from_type_hints_and_the_docstring() -> None:
     assert get_weather.description == "Current weather for a city."
     params = get_weather.parameters
     assert params["type"] == "object" and params["required"] == ["city"]
-    assert params["properties"]["city"] == {"type": "string", "title": "City", "description": "the city's name, e.g. Tokyo."}
+    assert params["properties"]["city"] == {
+        "type": "string",
+        "title": "City",
+        "description": "the city's name, e.g. Tokyo.",
+    }
     assert params["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
     assert params["properties"]["unit"]["default"] == "celsius"
     assert params["additionalProperties"] is False
@@ -44,7 +48,11 @@ def test_the_schema_comes_from_type_hints_and_the_docstring() -> None:
 async def test_the_loop_runs_tools_and_feeds_their_results_back_until_a_text_answer() -> None:
     adapter = SequenceAdapter(
         [
-            Call(tool_reply(("c1", "get_weather", '{"city": "Tokyo"}'), ("c2", "get_time", '{"timezone": "JST"}'))),
+            Call(
+                tool_reply(
+                    ("c1", "get_weather", '{"city": "Tokyo"}'), ("c2", "get_time", '{"timezone": "JST"}')
+                )
+            ),
             Call(text_reply("It is 21 degrees.")),
         ]
     )
@@ -56,7 +64,8 @@ async def test_the_loop_runs_tools_and_feeds_their_results_back_until_a_text_ans
     assert kinds[0] == "step-start" and kinds[-1] == "loop-end"
     assert kinds.count("tool-call") == 2 and kinds.count("tool-result") == 2 and kinds.count("step-end") == 2
     assert [o.content for o in result.tool_outcomes] == [
-        '{"city": "Tokyo", "temp": 21, "unit": "celsius"}', "12:00 in JST"
+        '{"city": "Tokyo", "temp": 21, "unit": "celsius"}',
+        "12:00 in JST",
     ]
     second = adapter.calls[1]
     assert [m.role for m in second.messages] == ["user", "assistant", "user"]
@@ -80,7 +89,10 @@ async def test_tool_calls_run_concurrently() -> None:
         return tag
 
     adapter = SequenceAdapter(
-        [Call(tool_reply(("a", "slow", '{"tag": "a"}'), ("b", "slow", '{"tag": "b"}'))), Call(text_reply("done"))]
+        [
+            Call(tool_reply(("a", "slow", '{"tag": "a"}'), ("b", "slow", '{"tag": "b"}'))),
+            Call(text_reply("done")),
+        ]
     )
     result = await cs.AgentLoop(adapter, tools=[slow]).run("go", model="m")
     assert result.ok and sorted(started) == ["a", "b"]
@@ -120,10 +132,16 @@ async def test_bad_arguments_unknown_tools_and_raising_tools_go_back_to_the_mode
 async def test_a_failed_step_keeps_its_llm_error_with_status_request_id_and_cause() -> None:
     cause = ConnectionResetError("reset by peer")
     error = LlmError("upstream went away", "INVALID_REQUEST", status=400, request_id="req-9", cause=cause)
-    adapter = SequenceAdapter([Call(tool_reply(("c1", "get_time", '{"timezone": "UTC"}'))), Call(error=error)])
+    adapter = SequenceAdapter(
+        [Call(tool_reply(("c1", "get_time", '{"timezone": "UTC"}'))), Call(error=error)]
+    )
     result = await cs.AgentLoop(adapter, tools=[get_time]).run("go", model="m")
     assert result.outcome == "error" and result.error is error
-    assert (result.error.code, result.error.status, result.error.request_id) == ("INVALID_REQUEST", 400, "req-9")
+    assert (result.error.code, result.error.status, result.error.request_id) == (
+        "INVALID_REQUEST",
+        400,
+        "req-9",
+    )
     assert result.error.cause is cause
     assert len(result.steps) == 2 and result.steps[0].result.ok and result.steps[1].result.error is error
 
@@ -139,8 +157,17 @@ async def test_every_attempt_is_recorded_in_the_usage_log() -> None:
         def __init__(self) -> None:
             self.rows: list[tuple[str, int, bool, Any]] = []
 
-        def record(self, result: Any, *, provider: str, model: str, tags: Any = None, call_id: Any = None,
-                   attempt: int = 1, final: bool = True) -> None:
+        def record(
+            self,
+            result: Any,
+            *,
+            provider: str,
+            model: str,
+            tags: Any = None,
+            call_id: Any = None,
+            attempt: int = 1,
+            final: bool = True,
+        ) -> None:
             self.rows.append((model, attempt, final, call_id))
 
     sink = Sink()
@@ -188,6 +215,8 @@ async def test_an_abort_stops_a_stalled_stream_at_once() -> None:
 
 
 def test_run_sync_works_without_a_running_loop() -> None:
-    adapter = SequenceAdapter([Call(tool_reply(("c", "get_time", '{"timezone": "UTC"}'))), Call(text_reply("noon"))])
+    adapter = SequenceAdapter(
+        [Call(tool_reply(("c", "get_time", '{"timezone": "UTC"}'))), Call(text_reply("noon"))]
+    )
     result = cs.AgentLoop(adapter, tools=[get_time]).run_sync("time?", model="m")
     assert result.ok and result.text == "noon"

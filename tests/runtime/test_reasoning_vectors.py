@@ -45,13 +45,18 @@ def model_info_for(config: dict[str, Any], *, runtime_defaults: bool) -> ModelIn
         default = "off"
     if default is None and runtime_defaults:
         default = "high"  # the reference's model metadata default (model_reasoning_info vectors)
-    return ModelInfo(MODEL, reasoning=ReasoningInfo(efforts, default), max_tokens=256_000, context_window=1_000_000)
+    return ModelInfo(
+        MODEL, reasoning=ReasoningInfo(efforts, default), max_tokens=256_000, context_window=1_000_000
+    )
 
 
 def options(request: dict[str, Any]) -> GenerateOptions:
     return GenerateOptions(
-        PROVIDER, MODEL, [{"role": "user", "content": "hi"}],
-        reasoning_effort=request.get("reasoningEffort"), purpose=request.get("purpose"),
+        PROVIDER,
+        MODEL,
+        [{"role": "user", "content": "hi"}],
+        reasoning_effort=request.get("reasoningEffort"),
+        purpose=request.get("purpose"),
     )
 
 
@@ -121,8 +126,13 @@ def test_model_reasoning_info_vectors(upstream_cases: dict[str, Any]) -> None:
         expected = case["expected"]
         assert info.reasoning is not None
         efforts = [{"id": e.id, "name": e.name} for e in info.reasoning.efforts]
-        assert {"efforts": efforts, "defaultEffort": info.reasoning.default} == expected["reasoning"], case["name"]
-        assert (info.max_tokens, info.context_window) == (expected["defaultMaxTokens"], expected["contextWindow"])
+        assert {"efforts": efforts, "defaultEffort": info.reasoning.default} == expected["reasoning"], case[
+            "name"
+        ]
+        assert (info.max_tokens, info.context_window) == (
+            expected["defaultMaxTokens"],
+            expected["contextWindow"],
+        )
 
 
 def test_config_validation_vectors(upstream_cases: dict[str, Any]) -> None:
@@ -138,8 +148,12 @@ def test_config_validation_vectors(upstream_cases: dict[str, Any]) -> None:
 
 
 def test_difference_purpose_never_changes_the_request(upstream_cases: dict[str, Any]) -> None:
-    adapter = adapter_for(model_info_for({"thinking": "enabled", "reasoningEffort": "max"}, runtime_defaults=False))
-    body = adapter.request_body(adapter.prepare(options({"purpose": "session-title", "reasoningEffort": "max"})))
+    adapter = adapter_for(
+        model_info_for({"thinking": "enabled", "reasoningEffort": "max"}, runtime_defaults=False)
+    )
+    body = adapter.request_body(
+        adapter.prepare(options({"purpose": "session-title", "reasoningEffort": "max"}))
+    )
     assert wire_of(body) == {"thinking": {"type": "enabled"}, "reasoning_effort": "max"}
 
 
@@ -161,4 +175,7 @@ async def test_difference_session_title_keeps_the_default_effort_through_the_run
 
 def test_difference_no_default_effort_sends_no_thinking_field() -> None:
     adapter = adapter_for(model_info_for({"thinking": "enabled"}, runtime_defaults=False))
-    assert wire_of(adapter.request_body(adapter.prepare(options({})))) == {"thinking": None, "reasoning_effort": None}
+    assert wire_of(adapter.request_body(adapter.prepare(options({})))) == {
+        "thinking": None,
+        "reasoning_effort": None,
+    }

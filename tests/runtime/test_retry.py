@@ -35,7 +35,12 @@ async def test_a_429_with_retry_after_2_waits_2_seconds_then_succeeds() -> None:
     assert result is not None and result.ok and result.text == "ok"
     assert sleep.waits == [2.0]
     retry = next(e for e in events if isinstance(e, cs.RetryScheduled))
-    assert (retry.delay_ms, retry.error.code, retry.from_retry_after, retry.retry) == (2000, "RATE_LIMIT", True, 1)
+    assert (retry.delay_ms, retry.error.code, retry.from_retry_after, retry.retry) == (
+        2000,
+        "RATE_LIMIT",
+        True,
+        1,
+    )
     assert len(adapter.calls) == 2 and len(result.steps[0].attempts) == 2
     assert [u.final for u in result.usage] == [False, True]
 
@@ -87,7 +92,8 @@ async def test_always_mode_goes_on_until_abort() -> None:
             controller.abort("enough")
 
     loop = cs.AgentLoop(
-        SequenceAdapter([Call(error=llm_error("AUTH"))]), retry=cs.RetryPolicy(mode="always", sleep=counting_sleep)
+        SequenceAdapter([Call(error=llm_error("AUTH"))]),
+        retry=cs.RetryPolicy(mode="always", sleep=counting_sleep),
     )
     result = await loop.run("hi", model="m", signal=controller.signal)
     assert result.aborted and result.error is not None and result.error.code == "ABORTED"
@@ -120,7 +126,7 @@ async def test_no_retry_once_a_chunk_reached_the_consumer() -> None:
 
 
 async def test_restart_after_output_is_opt_in_and_announces_the_discarded_output() -> None:
-    loop, adapter, sleep = loop_with(
+    loop, _adapter, _sleep = loop_with(
         [Call(PARTIAL, llm_error("SERVER")), Call(text_reply("second"))], restart_after_output=True
     )
     run = loop.run("hi", model="m")
@@ -131,8 +137,13 @@ async def test_restart_after_output_is_opt_in_and_announces_the_discarded_output
 
 
 async def test_an_in_band_empty_response_finish_is_retried() -> None:
-    empty = [{"type": "finish", "reason": {"kind": "error", "failure": {"message": "empty", "code": "EMPTY_RESPONSE"}}}]
-    loop, adapter, sleep = loop_with([Call(empty), Call(text_reply("ok"))], restart_after_output=True)
+    empty = [
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {"message": "empty", "code": "EMPTY_RESPONSE"}},
+        }
+    ]
+    loop, _adapter, _sleep = loop_with([Call(empty), Call(text_reply("ok"))], restart_after_output=True)
     result = await loop.run("hi", model="m")
     assert result.ok and result.retries[0].error.code == "EMPTY_RESPONSE"
 

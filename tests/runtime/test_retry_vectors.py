@@ -51,7 +51,9 @@ def test_policy_resolution_vectors(upstream_cases: dict[str, Any]) -> None:
             assert str(info.value) == expected["error"], case["name"]
         else:
             resolved = cs.RetryPolicy.from_config(config, PATH).resolved()
-            if expected.get("retryableCodes") == REFERENCE_DEFAULT_CODES and "retryableCodes" not in (config or {}):
+            if expected.get("retryableCodes") == REFERENCE_DEFAULT_CODES and "retryableCodes" not in (
+                config or {}
+            ):
                 # difference 1: the registry's default codes (pinned by the test below)
                 expected = {**expected, "retryableCodes": list(DEFAULT_RETRYABLE_CODES)}
             assert resolved == expected, case["name"]
@@ -100,7 +102,9 @@ def test_schedule_vectors(upstream_cases: dict[str, Any]) -> None:
     assert checked == 41
 
 
-def test_difference_retries_of_another_step_or_policy_are_not_this_calls(upstream_cases: dict[str, Any]) -> None:
+def test_difference_retries_of_another_step_or_policy_are_not_this_calls(
+    upstream_cases: dict[str, Any],
+) -> None:
     # prior_retries_in_other_step_not_counted / ..._under_other_policy_key_not_counted: in chunkscope a
     # call's count starts at 0, so the first failure of a call is always retry 1 at the initial delay.
     policy = cs.RetryPolicy()

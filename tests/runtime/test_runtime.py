@@ -58,7 +58,8 @@ async def test_list_and_resolve_models_come_from_the_adapter() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "effort"), [("thinker", "max"), ("plain", "high"), ("unknown-model", "off"), ("thinker", "HIGH")]
+    ("model", "effort"),
+    [("thinker", "max"), ("plain", "high"), ("unknown-model", "off"), ("thinker", "HIGH")],
 )
 async def test_an_unsupported_effort_is_refused_before_the_adapter_is_called(model: str, effort: str) -> None:
     adapter = SequenceAdapter([Call(text_reply("never"))], models=MODELS)
@@ -68,7 +69,9 @@ async def test_an_unsupported_effort_is_refused_before_the_adapter_is_called(mod
         await runtime.prepare_call(opts(model=model, reasoning_effort=effort))
     assert info.value.code == "UNSUPPORTED_REASONING_EFFORT"
     assert f"model {model!r}" in info.value.message
-    normalized = [c async for c in runtime.stream(opts(model=model, reasoning_effort=effort), failures="normalize")]
+    normalized = [
+        c async for c in runtime.stream(opts(model=model, reasoning_effort=effort), failures="normalize")
+    ]
     assert normalized[-1].reason.failure.code == "UNSUPPORTED_REASONING_EFFORT"
     assert adapter.calls == []  # stream() was never reached
 
@@ -112,7 +115,7 @@ MID_STREAM = [
 ]
 
 
-async def test_normalized_mode_yields_the_partial_chunks_then_exactly_one_error_finish_that_checks_clean() -> None:
+async def test_normalized_mode_yields_partial_chunks_then_exactly_one_error_finish_that_checks_clean() -> None:
     runtime = cs.LlmRuntime()
     runtime.register_adapter("p", SequenceAdapter([Call(MID_STREAM, llm_error("SERVER", status=503))]))
     chunks = [c async for c in runtime.stream(opts(), failures="normalize")]

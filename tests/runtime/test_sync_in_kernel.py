@@ -42,7 +42,8 @@ class Steps(ScriptedAdapter):
 call = [
     {"type": "block-start", "index": 0, "blockType": "tool-call"},
     {"type": "tool-call-delta", "index": 0, "id": "c1", "name": "add", "argumentsDelta": '{"a": 2, "b": 3}'},
-    {"type": "block-end", "index": 0, "block": {"type": "tool-call", "id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'}},
+    {"type": "block-end", "index": 0,
+     "block": {"type": "tool-call", "id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'}},
     {"type": "finish", "reason": {"kind": "tool-calls"}},
 ]
 answer = [
@@ -57,14 +58,17 @@ assert [o.content for o in result.tool_outcomes] == ["5"]
 assert getattr(loop, "_nest_patched", False), "applied to the running loop on first need"
 runtime = cs.LlmRuntime()
 runtime.register_adapter("s", Steps([answer]))
-print("sync:", runtime.generate_sync(provider="s", model="m", messages=[{"role": "user", "content": "hi"}]).text)
+hi = [{"role": "user", "content": "hi"}]
+print("sync:", runtime.generate_sync(provider="s", model="m", messages=hi).text)
 """
 
 
 def test_run_sync_and_generate_sync_work_in_a_running_kernel(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(CELL)]
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()  # raises CellExecutionError (with the kernel's traceback) if an assert fails
     outputs = nb.cells[1].outputs
     assert any("sync: five" in o.get("text", "") for o in outputs), outputs

@@ -189,6 +189,9 @@ def render_fragment(
             )
         out.append('</div><span class="cs-cap"></span></div>')
     out.append("</div>")  # cs-plot
+    agent = _agent_lines(view.records)
+    if agent:
+        out.append(agent)
     out.append(_badges(view))
     if view.violations:
         out.append(_violation_items(view.violations))
@@ -335,3 +338,38 @@ def render_page(state: dict[str, Any], *, axis: str = "time") -> str:
         f"{render_fragment(state, axis=axis)}\n"
         "</body></html>\n"
     )
+
+
+def _agent_lines(records: list[list[Any]]) -> str:
+    """An agent run's steps, retry waits, tool spans and outcome, as an escaped list."""
+    items: list[str] = []
+    tools: dict[str, str] = {}
+    for record in records:
+        if record[1] != "a" or not isinstance(record[2], dict):
+            continue
+        ev = record[2]
+        kind = ev.get("type")
+        if kind == "step-start":
+            step = escape(str(ev.get("step")))
+            items.append(f'<li class="cs-step"{_attrs(data_step=ev.get("step"))}>step {step}</li>')
+        elif kind == "retry":
+            text = (
+                f"retry {ev.get('retry')}: attempt {ev.get('attempt')} failed with {ev.get('code')}, "
+                f"waiting {format_ms(float(ev.get('delayMs') or 0))}"
+            )
+            items.append(f'<li class="cs-retry"{_attrs(data_code=ev.get("code"))}>{escape(text)}</li>')
+        elif kind == "tool-call":
+            tools[str(ev.get("id"))] = str(ev.get("name"))
+        elif kind == "tool-result":
+            name = tools.get(str(ev.get("id")), "?")
+            state = "error" if ev.get("isError") else "ok"
+            took = format_ms(float(ev.get("durationMs") or 0))
+            text = f"tool {name} · {took} · {state} → {ev.get('content')}"
+            attrs = _attrs(data_state=state, data_tool=name)
+            items.append(f'<li class="cs-tool-span"{attrs}>{escape(text)}</li>')
+        elif kind == "loop-end":
+            code = f" · {ev.get('code')}" if ev.get("code") else ""
+            text = f"run {ev.get('outcome')}{code}"
+            attrs = _attrs(data_outcome=ev.get("outcome"))
+            items.append(f'<li class="cs-outcome"{attrs}>{escape(text)}</li>')
+    return f'<ul class="cs-agent">{"".join(items)}</ul>' if items else ""

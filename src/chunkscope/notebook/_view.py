@@ -142,6 +142,12 @@ def derive(state: dict[str, Any], upto: int | None = None) -> TimelineView:
             else:
                 seg.parts.append(record[3])
             continue
+        if tag == "a":  # an agent run's event: a new step or attempt starts its indexes at 0 again
+            event = record[2] if isinstance(record[2], dict) else {}
+            if event.get("type") in ("step-start", "retry"):
+                open_by_index.clear()
+                last_by_index.clear()
+            continue
         if tag != "x":
             continue
         chunk = decode_record(record)
