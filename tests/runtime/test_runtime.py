@@ -115,7 +115,7 @@ MID_STREAM = [
 ]
 
 
-async def test_normalized_mode_yields_partial_chunks_then_exactly_one_error_finish_that_checks_clean() -> None:
+async def test_normalized_mode_yields_partial_chunks_then_one_error_finish_that_checks_clean() -> None:
     runtime = cs.LlmRuntime()
     runtime.register_adapter("p", SequenceAdapter([Call(MID_STREAM, llm_error("SERVER", status=503))]))
     chunks = [c async for c in runtime.stream(opts(), failures="normalize")]
