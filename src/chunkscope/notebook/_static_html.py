@@ -201,7 +201,7 @@ def render_fragment(
 
 def _head(view: TimelineView, axis: str) -> str:
     facts = [f'<span class="cs-title">{escape(view.title or "stream")}</span>']
-    facts.append(f'<span class="cs-fact">chunks <b class="cs-fact-chunks">{view.chunks}</b></span>')
+    facts.append(f'<span class="cs-fact">chunks <b class="cs-fact-chunks">{view.chunk_count}</b></span>')
     if view.first_ms is not None:
         facts.append(f'<span class="cs-fact">first chunk <b>{escape(format_ms(view.first_ms))}</b></span>')
     if view.chunks:
@@ -301,7 +301,7 @@ def _badges(view: TimelineView) -> str:
             out.append(f'<span class="cs-badge cs-cause">caused by {escape(cause)}</span>')
     if view.status != "streaming" and view.records and view.error is not None:
         out.append(
-            f'<span class="cs-badge cs-partial">partial output kept: {view.chunks} chunks, '
+            f'<span class="cs-badge cs-partial">partial output kept: {view.chunk_count} chunks, '
             f"{view.deltas} deltas</span>"
         )
     out.append("</div>")

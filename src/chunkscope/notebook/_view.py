@@ -91,6 +91,11 @@ class TimelineView:
         """How many chunks this frame shows."""
         return len(self.records)
 
+    @property
+    def chunk_count(self) -> int:
+        """How many of the shown records are chunks (an agent run's step/tool/retry records are not)."""
+        return sum(1 for record in self.records if record[1] != "a")
+
     def time_of(self, position: int | None) -> float:
         """Arrival time (ms) of chunk ``position``; the end of the stream for ``None``."""
         if position is None or position >= len(self.records) or position < 0:

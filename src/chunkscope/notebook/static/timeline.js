@@ -369,6 +369,8 @@ class View {
     this.maxGapAt = null;
     this.lanes.replaceChildren();
     this.toolSpans = new Map();
+    this.waiting = null;
+    this.chunkCount = 0; // records that are chunks (an agent run's own records are not)
     this.marksTrack.replaceChildren();
     this.list.replaceChildren();
     this.marks = [];
@@ -381,6 +383,9 @@ class View {
 
   openSeg(index, kind, n, t) {
     const seg = { index, kind, first: n, last: n, t0: t, t1: t, deltas: 0, started: false, closed: false, pending: [], chunks: [], name: null, id: null, dom: null, chars: 0 };
+    // holds the segment's place among the lanes until its first draw (an agent run's sections interleave)
+    seg.anchor = document.createComment("cs-seg");
+    this.lanes.append(seg.anchor);
     this.segs.push(seg);
     this.openByIndex.set(index, seg);
     this.lastByIndex.set(index, seg);
@@ -390,6 +395,13 @@ class View {
 
   ingest(rec, n) {
     const t = Number(rec[0]);
+    if (this.waiting) {
+      // a retry wait ends when the next attempt shows its first sign of life
+      this.waiting.closed = true;
+      this.waiting.last = n;
+      this.waiting.t1 = t;
+      this.waiting = null;
+    }
     if (n > 0) {
       const gap = t - Number(this.store.records[n - 1][0]);
       if (gap > this.maxGap) {
@@ -417,6 +429,7 @@ class View {
       this.dirty.add(seg);
       return;
     }
+    if (tag !== "a") this.chunkCount++;
     if (tag === "a") {
       this.ingestAgent(rec[2] && typeof rec[2] === "object" ? rec[2] : {}, n, t);
       return;
@@ -488,9 +501,8 @@ class View {
     } else if (type === "retry") {
       const span = this.agentRow("cs-retry", `retry ${ev.retry}`, "retry");
       span.first = span.last = n;
-      span.t0 = t;
-      span.t1 = t + Number(ev.delayMs || 0);
-      span.closed = true;
+      span.t0 = span.t1 = t;
+      this.waiting = span; // open (growing with the time axis) until the next record arrives
       span.dom.node.dataset.code = String(ev.code || "");
       span.dom.cap.textContent = `wait ${formatMs(Number(ev.delayMs || 0))} · ${ev.code}`;
       span.dom.text.textContent = `attempt ${ev.attempt} failed: ${ev.code}${ev.status != null ? " (HTTP " + ev.status + ")" : ""} ${ev.message || ""}`;
@@ -605,7 +617,8 @@ class View {
       node.append(row, text);
       node.csSeg = seg;
       seg.dom = { node, bar, cap, text, sink };
-      this.lanes.append(node);
+      if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
+      else this.lanes.append(node);
     }
     const dom = seg.dom;
     if (seg.pending.length) {
@@ -658,7 +671,7 @@ class View {
   drawFacts(limit, complete) {
     const store = this.store;
     const f = this.facts;
-    f.chunks.value.textContent = String(limit);
+    f.chunks.value.textContent = String(this.chunkCount);
     const first = limit ? Number(store.records[0][0]) : null;
     f.first.fact.hidden = first === null;
     if (first !== null) f.first.value.textContent = formatMs(first);
@@ -710,7 +723,7 @@ class View {
       badges.push(b);
       for (const cause of error.causes || []) badges.push(h("span", "cs-badge cs-cause", `caused by ${cause}`));
       if (this.applied) {
-        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.applied} chunks, ${this.deltas} deltas`));
+        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.chunkCount} chunks, ${this.deltas} deltas`));
       }
     }
     // Badges are few; rebuild only when their text changed.
