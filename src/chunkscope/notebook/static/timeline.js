@@ -402,6 +402,7 @@ class View {
       this.waiting.t1 = t;
       this.waiting = null;
     }
+    if (rec[1] !== "a") this.chunkCount++;
     if (n > 0) {
       const gap = t - Number(this.store.records[n - 1][0]);
       if (gap > this.maxGap) {
@@ -429,7 +430,6 @@ class View {
       this.dirty.add(seg);
       return;
     }
-    if (tag !== "a") this.chunkCount++;
     if (tag === "a") {
       this.ingestAgent(rec[2] && typeof rec[2] === "object" ? rec[2] : {}, n, t);
       return;
