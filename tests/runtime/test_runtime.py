@@ -163,3 +163,46 @@ async def test_generate_sync_works_inside_a_running_loop() -> None:
     runtime = cs.LlmRuntime()
     runtime.register_adapter("p", SequenceAdapter([Call(text_reply("nested"))]))
     assert runtime.generate_sync(opts(model="m")).text == "nested"
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, int, bool, str | None, str | None]] = []
+
+    def record(
+        self,
+        result: object,
+        *,
+        provider: str,
+        model: str,
+        tags: object = None,
+        call_id: str | None = None,
+        attempt: int = 1,
+        final: bool = True,
+    ) -> None:
+        code = getattr(result, "error_code", None)
+        self.rows.append((model, attempt, final, call_id, code))
+
+
+async def test_generate_retries_per_the_policy_and_logs_every_attempt() -> None:
+    from ._fakes import FakeSleep
+
+    sink = _Sink()
+    sleep = FakeSleep()
+    runtime = cs.LlmRuntime(log=sink)
+    adapter = SequenceAdapter([Call(MID_STREAM, llm_error("SERVER")), Call(text_reply("second time"))])
+    runtime.register_adapter("p", adapter)
+    result = await runtime.generate(opts(model="m"), retry=cs.RetryPolicy(sleep=sleep, seed=2))
+    assert result.ok and result.text == "second time" and len(sleep.waits) == 1
+    assert [(a, f, code) for _, a, f, _, code in sink.rows] == [(1, False, "SERVER"), (2, True, None)]
+    assert sink.rows[0][3] == sink.rows[1][3] is not None  # one call id for both attempts
+
+
+async def test_generate_without_a_policy_does_not_retry() -> None:
+    sink = _Sink()
+    runtime = cs.LlmRuntime()
+    adapter = SequenceAdapter([Call(error=llm_error("SERVER")), Call(text_reply("never"))])
+    runtime.register_adapter("p", adapter)
+    result = await runtime.generate(opts(model="m"), log=sink)
+    assert result.error_code == "SERVER" and len(adapter.calls) == 1
+    assert [(a, f) for _, a, f, _, _ in sink.rows] == [(1, True)]

@@ -162,8 +162,12 @@ class RetryPolicy:
             parts: list[Any] = [self.mode, self.initial_delay_ms, self.max_delay_ms, self.jitter]
         else:
             parts = [
-                self.mode, self.max_retries, sorted(self.retryable_codes),
-                self.initial_delay_ms, self.max_delay_ms, self.jitter,
+                self.mode,
+                self.max_retries,
+                sorted(self.retryable_codes),
+                self.initial_delay_ms,
+                self.max_delay_ms,
+                self.jitter,
             ]
         return json.dumps(parts, separators=(",", ":"))
 

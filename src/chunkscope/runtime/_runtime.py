@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
 from chunkscope.protocol import AnyChunk, Finish, FinishReason, LlmError, StreamResult, collect
+from chunkscope.protocol._sink import UsageSink
 
+from ._retry import RetryPolicy
 from ._sync import run_sync
 
 __all__ = ["AdapterDefectError", "LlmRuntime", "PreparedCall", "Registration", "normalize_failure"]
@@ -103,10 +106,14 @@ class LlmRuntime:
     """Routes calls to registered adapters and checks them before any network I/O.
 
     ``register_adapter(providers, adapter)`` claims routes (a provider name, or
-    several) all-or-nothing; ``stream(options)`` routes on ``options.provider``.
+    several) all-or-nothing; ``stream(options)`` routes on ``options.provider``;
+    ``generate`` collects a call (with optional retries) and records every
+    attempt into ``log``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, log: UsageSink | None = None) -> None:
+        self.log = log
+        """Where ``generate`` records every attempt (a ``UsageSink``, e.g. ``UsageLog``), or None."""
         self._routes: dict[str, Registration] = {}
         self._lock = threading.Lock()
 
@@ -262,12 +269,56 @@ class LlmRuntime:
             signal = options.signal
             yield failure_finish(error, aborted=signal is not None and signal.aborted)
 
-    async def generate(self, options: GenerateOptions, *, profile: str = "strict") -> StreamResult:
-        """Collect one call into a ``StreamResult`` (a failure lands in ``result.error``)."""
-        return await collect(self.stream(options), profile=profile)
+    async def generate(
+        self,
+        options: GenerateOptions,
+        *,
+        profile: str = "strict",
+        retry: RetryPolicy | None = None,
+        log: UsageSink | None = None,
+    ) -> StreamResult:
+        """Collect one call into a ``StreamResult`` (a failure lands in ``result.error``).
+
+        With ``retry``, a failed attempt is tried again as the policy says
+        (nothing reached the caller yet, so any attempt may be restarted);
+        the result is the last attempt's. ``log`` (else the runtime's own)
+        records every attempt: one ``call_id``, ``attempt`` from 1, ``final``
+        False for the attempts that were retried.
+        """
+        sink = log if log is not None else self.log
+        call_id = uuid.uuid4().hex[:12]
+        attempt = 0
+        while True:
+            attempt += 1
+            result = await collect(self.stream(options), profile=profile)
+            failure = result.error
+            if failure is None and result.finish is not None and result.finish.failure is not None:
+                failure = LlmError.from_failure(result.finish.failure)
+            decision = None
+            signal = options.signal
+            if retry is not None and failure is not None and not (signal is not None and signal.aborted):
+                decision = retry.decide(failure, attempt - 1)
+            if sink is not None:
+                sink.record(
+                    result,
+                    provider=options.provider,
+                    model=options.model,
+                    call_id=call_id,
+                    attempt=attempt,
+                    final=decision is None,
+                )
+            if decision is None or retry is None or not await retry.wait(decision.delay_ms, signal):
+                return result
 
     def generate_sync(
-        self, options: GenerateOptions | None = None, /, *, profile: str = "strict", **fields: Any
+        self,
+        options: GenerateOptions | None = None,
+        /,
+        *,
+        profile: str = "strict",
+        retry: RetryPolicy | None = None,
+        log: UsageSink | None = None,
+        **fields: Any,
     ) -> StreamResult:
         """``generate`` for code without asyncio; also works inside a running Jupyter loop.
 
@@ -278,7 +329,7 @@ class LlmRuntime:
             options = GenerateOptions(**fields)
         elif fields:
             options = options.replace(**fields)
-        return run_sync(self.generate(options, profile=profile))
+        return run_sync(self.generate(options, profile=profile, retry=retry, log=log))
 
     def __repr__(self) -> str:
         routes: Mapping[str, Registration] = dict(self._routes)

@@ -128,7 +128,11 @@ class Tool:
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
     async def invoke(self, arguments: str | Mapping[str, Any]) -> Any:
-        """Validate ``arguments`` and run the tool; a sync tool runs in a worker thread."""
+        """Validate ``arguments`` and run the tool; a sync tool runs in a worker thread.
+
+        Cancelling an async tool stops it; a sync tool's thread cannot be
+        interrupted: on an abort the loop stops waiting for it and moves on.
+        """
         kwargs = self.validate(arguments)
         if self.is_async:
             return await self.fn(**kwargs)
