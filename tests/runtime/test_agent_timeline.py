@@ -106,3 +106,22 @@ async def test_show_draws_an_agent_run_and_returns_its_result(monkeypatch: Any) 
     assert isinstance(result, cs.AgentResult) and result.ok
     (timeline,) = shown
     assert isinstance(timeline, Timeline) and timeline.agent_result is result
+
+
+async def test_a_steps_violation_is_placed_at_its_chunk_in_the_run() -> None:
+    broken = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "never closed"},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
+        {"type": "finish", "reason": {"kind": "stop"}},  # block 0 still open: block-pairing
+    ]
+    timeline = Timeline()
+    capture(timeline)
+    result = await timeline.consume_run(agent_loop([Call(broken)]).run("go", model="m"))
+    (violation,) = result.steps[0].result.errors
+    state = timeline.state()
+    placed = [v for v in state["violations"] if v[1] == violation.rule]
+    assert len(placed) == 1
+    position = placed[0][0]
+    record = state["records"][position]
+    assert record[1] == "x" and record[2]["type"] == "finish"  # the step's finish, in the run's records

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
+import pytest
+
 import chunkscope as cs
 from chunkscope.adapters import AbortController
 from chunkscope.protocol import LlmError
@@ -220,3 +222,16 @@ def test_run_sync_works_without_a_running_loop() -> None:
     )
     result = cs.AgentLoop(adapter, tools=[get_time]).run_sync("time?", model="m")
     assert result.ok and result.text == "noon"
+
+
+async def test_hostile_arguments_are_an_error_result_not_a_crash() -> None:
+    deep = "[" * 100_000  # json.loads would recurse past the stack limit
+    huge = '{"city": "' + "x" * 1_100_000 + '"}'
+    for arguments in (deep, huge, "[1, 2]", '"just a string"'):
+        with pytest.raises(cs.ToolArgumentsError):
+            get_weather.validate(arguments)
+    # (a deep array through the whole loop trips the protocol checker's own RecursionError, reported
+    # to the protocol owner; the tool side is what this test pins)
+    adapter = SequenceAdapter([Call(tool_reply(("c1", "get_weather", huge))), Call(text_reply("ok"))])
+    result = await cs.AgentLoop(adapter, tools=[get_weather]).run("go", model="m")
+    assert result.ok and result.tool_outcomes[0].is_error

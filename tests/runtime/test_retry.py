@@ -108,10 +108,14 @@ async def test_an_abort_during_a_backoff_wait_ends_at_once() -> None:
     )
     run = loop.run("hi", model="m", signal=controller.signal)
     seen = []
-    async for event in run:
-        seen.append(event)
-        if isinstance(event, cs.RetryScheduled):
-            asyncio.get_running_loop().call_soon(controller.abort, "stop")
+
+    async def consume() -> None:
+        async for event in run:
+            seen.append(event)
+            if isinstance(event, cs.RetryScheduled):
+                asyncio.get_running_loop().call_soon(controller.abort, "stop")
+
+    await asyncio.wait_for(consume(), 5)  # the wait itself would never end
     assert run.result is not None and run.result.aborted
     retry = next(e for e in seen if isinstance(e, cs.RetryScheduled))
     assert blocking.waits == [pytest.approx(retry.delay_ms / 1000)]  # the one wait, cut short

@@ -5,6 +5,7 @@ Imports only the protocol and adapters layers (DESIGN.md).
 
 from __future__ import annotations
 
+from ._failures import AdapterDefectError, failure_finish, normalize_failure
 from ._loop import (
     AgentEvent,
     AgentLoop,
@@ -22,15 +23,9 @@ from ._loop import (
     ToolOutcome,
     ToolResultEvent,
 )
+from ._prepare import PreparedCall, prepare_call
+from ._registry import LlmRuntime, Registration
 from ._retry import DEFAULT_RETRYABLE_CODES, RetryDecision, RetryPolicy
-from ._runtime import (
-    AdapterDefectError,
-    LlmRuntime,
-    PreparedCall,
-    Registration,
-    failure_finish,
-    normalize_failure,
-)
 from ._sync import run_sync
 from ._tools import Tool, ToolArgumentsError, tool
 
@@ -61,6 +56,7 @@ __all__ = [
     "ToolResultEvent",
     "failure_finish",
     "normalize_failure",
+    "prepare_call",
     "run_sync",
     "tool",
 ]

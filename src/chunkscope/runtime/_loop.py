@@ -35,8 +35,8 @@ from chunkscope.protocol import (
 )
 from chunkscope.protocol._sink import UsageSink
 
+from ._registry import LlmRuntime
 from ._retry import RetryPolicy
-from ._runtime import LlmRuntime
 from ._sync import run_sync
 from ._tools import Tool, ToolArgumentsError
 

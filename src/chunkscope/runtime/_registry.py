@@ -1,61 +1,24 @@
-"""``LlmRuntime``: the adapter registry, checks before any I/O, and failure normalization."""
+"""``LlmRuntime``: the adapter registry; routing, the two failure modes, ``generate`` with retries."""
 
 from __future__ import annotations
 
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
-from chunkscope.protocol import AnyChunk, Finish, FinishReason, LlmError, StreamResult, collect
+from chunkscope.protocol import AnyChunk, LlmError, StreamResult, collect
 from chunkscope.protocol._sink import UsageSink
 
+from ._failures import failure_finish, normalize_failure
+from ._prepare import PreparedCall, prepare_call
 from ._retry import RetryPolicy
 from ._sync import run_sync
 
-__all__ = ["AdapterDefectError", "LlmRuntime", "PreparedCall", "Registration", "normalize_failure"]
+__all__ = ["LlmRuntime", "Registration"]
 
 FailureMode = Literal["raise", "normalize"]
-
-
-class AdapterDefectError(LlmError):
-    """Code ``UNKNOWN``: an adapter raised something that is not an ``LlmError``.
-
-    A defect of the adapter, shown rather than hidden: ``adapter`` names the
-    adapter class, ``cause`` is the original exception.
-    """
-
-    adapter_defect = True
-
-    def __init__(self, adapter: str, cause: BaseException) -> None:
-        super().__init__(
-            f"adapter {adapter} raised {type(cause).__name__} (an adapter defect: adapters must raise "
-            f"LlmError): {cause}",
-            "UNKNOWN",
-            cause=cause,
-        )
-        self.adapter = adapter
-
-
-@dataclass(frozen=True)
-class PreparedCall:
-    """A call checked before any I/O: the options to send, the model's metadata, what was filled.
-
-    ``filled`` names the ``GenerateOptions`` fields the runtime set from the
-    adapter's defaults (``reasoning_effort``, ``max_tokens``), in that order.
-    """
-
-    options: GenerateOptions
-    adapter: LlmAdapter
-    model: ModelInfo | None
-    filled: tuple[str, ...]
-
-    @property
-    def effective_effort(self) -> str | None:
-        """The reasoning effort the call runs with (explicit or filled), or None."""
-        return self.options.reasoning_effort
 
 
 class Registration:
@@ -87,19 +50,6 @@ class Registration:
     def __repr__(self) -> str:
         adapter = type(self.adapter).__name__
         return f"Registration(providers={list(self.providers)}, adapter={adapter}, active={self._active})"
-
-
-def normalize_failure(exc: BaseException, adapter: LlmAdapter | None = None) -> LlmError:
-    """``exc`` as an ``LlmError``: itself, or an ``AdapterDefectError`` (``UNKNOWN``) wrapping it."""
-    if isinstance(exc, LlmError):
-        return exc
-    return AdapterDefectError(type(adapter).__name__ if adapter is not None else "adapter", exc)
-
-
-def failure_finish(error: LlmError, aborted: bool = False) -> Finish:
-    """The terminal ``finish`` chunk carrying ``error``: kind ``aborted`` for an abort, else ``error``."""
-    kind: Literal["error", "aborted"] = "aborted" if aborted or error.code == "ABORTED" else "error"
-    return Finish(reason=FinishReason(kind=kind, failure=error.failure))
 
 
 class LlmRuntime:
@@ -183,48 +133,10 @@ class LlmRuntime:
         explicit effort the model does not list (or any effort on a model
         without reasoning metadata); ``ABORTED`` if the signal already fired.
         Fills the model's default reasoning effort and ``max_tokens`` when
-        unset and the adapter honours the field, and reports them in ``filled``.
+        unset and the adapter honours the field, and reports them in ``filled``
+        (see ``chunkscope.runtime.prepare_call``).
         """
-        adapter = self.adapter_for(options.provider)
-        unsupported = [n for n in options.set_options() if n not in adapter.supported_options]
-        if unsupported:
-            raise LlmError(
-                f"provider {options.provider!r} ({type(adapter).__name__}) cannot honour GenerateOptions "
-                f"field(s) {', '.join(unsupported)}; leave them unset",
-                "UNSUPPORTED_OPTION",
-            )
-        info = adapter.model_info(options.model)
-        reasoning = info.reasoning if info is not None else None
-        effort = options.reasoning_effort
-        if effort is not None and (reasoning is None or effort not in reasoning.ids):
-            listed = (
-                f"; it lists {list(reasoning.ids)}" if reasoning is not None else " (no reasoning metadata)"
-            )
-            raise LlmError(
-                f"provider {options.provider!r} model {options.model!r} does not support reasoning effort "
-                f"{effort!r}{listed}",
-                "UNSUPPORTED_REASONING_EFFORT",
-            )
-        changes: dict[str, Any] = {}
-        supported = adapter.supported_options
-        if (
-            effort is None
-            and reasoning is not None
-            and reasoning.default is not None
-            and ("reasoning_effort" in supported)
-        ):
-            changes["reasoning_effort"] = reasoning.default
-        if (
-            options.max_tokens is None
-            and info is not None
-            and info.max_tokens is not None
-            and ("max_tokens" in supported)
-        ):
-            changes["max_tokens"] = info.max_tokens
-        if options.signal is not None:
-            options.signal.throw_if_aborted()
-        prepared = options.replace(**changes) if changes else options
-        return PreparedCall(prepared, adapter, info, tuple(changes))
+        return prepare_call(self.adapter_for(options.provider), options)
 
     # --- streaming ------------------------------------------------------------------
 
