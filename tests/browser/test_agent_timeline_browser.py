@@ -132,3 +132,28 @@ def test_an_agent_run_shows_steps_a_retry_wait_a_tool_span_and_the_outcome(lab: 
     assert failed.locator(".cs-step").count() == 1
     assert "0 chunks" in failed.locator(".cs-partial").inner_text()
     lab.screenshot("agent-run-failed.png", failed)
+
+
+def test_a_saved_agent_run_reopens_with_its_steps_retry_and_tool_span(lab: Lab) -> None:
+    lab.write_notebook("agent-saved.ipynb", [PRELUDE, ROUND_TRIP])
+    lab.open("agent-saved.ipynb")
+    lab.run_all()
+    _timeline(lab, 1, "done")
+    lab.save()
+    saved = lab.read_saved("agent-saved.ipynb")
+    html = "".join(
+        "".join(output.get("data", {}).get("text/html", "")) for output in saved["cells"][1]["outputs"]
+    )
+    # the static copy (what a viewer without widgets shows) names the run's parts, escaped
+    assert 'class="cs-retry" data-code="RATE_LIMIT"' in html and 'data-outcome="done"' in html
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in html and "<b>not bold</b>" not in html
+
+    # reopened without a kernel: only the saved widget state can draw it
+    lab.stop_kernels()
+    lab.page.goto("about:blank")
+    lab.open("agent-saved.ipynb")
+    run = _timeline(lab, 1, "done")
+    assert run.locator(".cs-step").count() == 2
+    assert run.locator(".cs-retry").get_attribute("data-code") == "RATE_LIMIT"
+    assert run.locator(".cs-tool-span").get_attribute("data-state") == "ok"
+    assert run.locator(".cs-outcome").get_attribute("data-outcome") == "done"

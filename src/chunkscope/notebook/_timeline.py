@@ -1,5 +1,10 @@
 """``Timeline``: the live block timeline of a stream, as an anywidget.
 
+``consume(stream)`` draws one stream; ``consume_run(loop.run(...))`` (what
+``cs.show`` does with an agent run) draws a whole agent run in the same widget:
+its chunks as usual, and its steps, retry waits, tool spans and outcome as
+``"a"`` records (see ``_records``).
+
 Python → browser messages (``widget.send``), batched to at most one per
 ``interval`` (1/30 s) plus the start and end of each run::
 
