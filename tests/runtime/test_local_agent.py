@@ -94,3 +94,24 @@ async def test_a_429_on_the_first_attempt_is_retried_after_its_retry_after(provi
     assert [e for e in events if isinstance(e, cs.RetryScheduled)] == [retry]
     assert len(result.steps[0].attempts) == 2 and result.steps[0].attempts[0].error is retry.error
     assert [(u.step, u.attempt, u.final) for u in result.usage] == [(1, 1, False), (1, 2, True), (2, 1, True)]
+
+
+async def test_an_abort_mid_stream_over_http_ends_the_run_and_the_adapter_stays_usable(provider: Any) -> None:
+    from chunkscope.adapters import AbortController
+
+    async with cs.OpenAICompatAdapter(provider.base_url, "test-key") as adapter:
+        controller = AbortController()
+        run = cs.AgentLoop(adapter).run("hi", model="slow-tokens", signal=controller.signal)
+        seen = 0
+        async for event in run:
+            if isinstance(event, cs.ChunkEvent):
+                seen += 1
+                if seen == 3:
+                    controller.abort("stop")
+        assert run.result is not None and run.result.aborted and seen == 3
+        assert run.result.error is not None and run.result.error.code == "ABORTED"
+        partial = run.result.steps[0].result
+        assert 3 <= len(partial.chunks) < 10 and partial.finish is None  # the partial output stays available
+        # the connection was released: the same adapter serves the next run at once
+        again = await cs.AgentLoop(adapter, tools=[get_weather]).run("hi", model="tool-roundtrip")
+        assert again.ok
