@@ -235,3 +235,18 @@ async def test_hostile_arguments_are_an_error_result_not_a_crash() -> None:
     adapter = SequenceAdapter([Call(tool_reply(("c1", "get_weather", huge))), Call(text_reply("ok"))])
     result = await cs.AgentLoop(adapter, tools=[get_weather]).run("go", model="m")
     assert result.ok and result.tool_outcomes[0].is_error
+
+
+async def test_a_consumer_that_stops_reading_ends_the_run_as_aborted() -> None:
+    adapter = SequenceAdapter(
+        [Call(tool_reply(("c", "get_time", '{"timezone": "UTC"}'))), Call(text_reply("x"))]
+    )
+    loop = cs.AgentLoop(adapter, tools=[get_time])
+    run = loop.run("go", model="m")
+    iterator = aiter(run)
+    async for event in iterator:
+        if event.type == "tool-call":
+            break
+    await iterator.aclose()  # type: ignore[attr-defined]
+    assert loop.last_result is not None and loop.last_result.aborted
+    assert len(adapter.calls) == 1  # no further step was started

@@ -420,7 +420,7 @@ class AgentLoop:
                         decision = self.retry.decide(failure, retries_here)
                     self._record(result, options, run_id, step, attempt, final=decision is None)
                     usage.append(AttemptUsage(step, attempt, result.usage, decision is None))
-                    if decision is None:
+                    if decision is None or failure is None:
                         break
                     retries_here += 1
                     scheduled = RetryScheduled(
@@ -429,7 +429,7 @@ class AgentLoop:
                         attempt,
                         decision.retry,
                         decision.delay_ms,
-                        failure,  # type: ignore[arg-type]
+                        failure,
                         decision.from_retry_after,
                     )
                     retries.append(scheduled)
@@ -466,6 +466,9 @@ class AgentLoop:
                 messages.append(Message(role="user", content=[o.block() for o in record.tools]))
         except asyncio.CancelledError:
             outcome, error = "aborted", LlmError("the task running the agent loop was cancelled", "ABORTED")
+            raise
+        except GeneratorExit:  # the consumer stopped iterating: the run ends where it was
+            outcome, error = "aborted", LlmError("the consumer stopped reading the agent run", "ABORTED")
             raise
         finally:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
