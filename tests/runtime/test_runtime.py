@@ -206,3 +206,13 @@ async def test_generate_without_a_policy_does_not_retry() -> None:
     result = await runtime.generate(opts(model="m"), log=sink)
     assert result.error_code == "SERVER" and len(adapter.calls) == 1
     assert [(a, f) for _, a, f, _, _ in sink.rows] == [(1, True)]
+
+
+async def test_metadata_that_cannot_be_right_is_reported_as_an_adapter_defect() -> None:
+    runtime = cs.LlmRuntime()
+    runtime.register_adapter("dup", SequenceAdapter([], models=[ModelInfo("a"), ModelInfo("a")]))
+    runtime.register_adapter("empty", SequenceAdapter([], models=[ModelInfo("")]))
+    for provider, words in (("dup", "lists model id 'a' twice"), ("empty", "with an empty id")):
+        with pytest.raises(cs.AdapterDefectError) as info:
+            await runtime.list_models(provider)
+        assert info.value.code == "UNKNOWN" and words in info.value.message

@@ -11,21 +11,20 @@ __all__ = ["AdapterDefectError", "failure_finish", "normalize_failure"]
 
 
 class AdapterDefectError(LlmError):
-    """Code ``UNKNOWN``: an adapter raised something that is not an ``LlmError``.
+    """Code ``UNKNOWN``: an adapter broke its contract (raised something that is not an
+    ``LlmError``, or published metadata that cannot be right).
 
-    A defect of the adapter, shown rather than hidden: ``adapter`` names the
-    adapter class, ``cause`` is the original exception.
+    A defect of the adapter, shown rather than hidden: ``adapter_defect`` is
+    True, ``adapter`` names the adapter class, ``cause`` is the original
+    exception. ``problem`` replaces the default wording ("raised <type>").
     """
 
     adapter_defect = True
 
-    def __init__(self, adapter: str, cause: BaseException) -> None:
-        super().__init__(
-            f"adapter {adapter} raised {type(cause).__name__} (an adapter defect: adapters must raise "
-            f"LlmError): {cause}",
-            "UNKNOWN",
-            cause=cause,
-        )
+    def __init__(self, adapter: str, cause: BaseException, problem: str | None = None) -> None:
+        if problem is None:
+            problem = f"raised {type(cause).__name__} (adapters must raise LlmError): {cause}"
+        super().__init__(f"adapter {adapter} {problem} (an adapter defect)", "UNKNOWN", cause=cause)
         self.adapter = adapter
 
 

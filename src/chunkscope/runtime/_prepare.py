@@ -48,6 +48,8 @@ def prepare_call(adapter: LlmAdapter, options: GenerateOptions) -> PreparedCall:
             "UNSUPPORTED_OPTION",
         )
     info = adapter.model_info(options.model)
+    if info is not None and not isinstance(info, ModelInfo):
+        raise TypeError(f"{type(adapter).__name__}.model_info returned {type(info).__name__}, not ModelInfo")
     reasoning = info.reasoning if info is not None else None
     effort = options.reasoning_effort
     if effort is not None and (reasoning is None or effort not in reasoning.ids):

@@ -7,11 +7,11 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Literal
 
-from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
+from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo, ReasoningInfo
 from chunkscope.protocol import AnyChunk, LlmError, StreamResult, collect
 from chunkscope.protocol._sink import UsageSink
 
-from ._failures import failure_finish, normalize_failure
+from ._failures import AdapterDefectError, failure_finish, normalize_failure
 from ._prepare import PreparedCall, prepare_call
 from ._retry import RetryPolicy
 from ._sync import run_sync
@@ -50,6 +50,18 @@ class Registration:
     def __repr__(self) -> str:
         adapter = type(self.adapter).__name__
         return f"Registration(providers={list(self.providers)}, adapter={adapter}, active={self._active})"
+
+
+def _check_model_info(adapter: LlmAdapter, info: object) -> None:
+    if not isinstance(info, ModelInfo):
+        problem = f"published model metadata that is {type(info).__name__}, not ModelInfo"
+        raise AdapterDefectError(type(adapter).__name__, TypeError(problem), problem)
+    if not isinstance(info.id, str) or not info.id:
+        problem = "published a model with an empty id"
+        raise AdapterDefectError(type(adapter).__name__, ValueError(problem), problem)
+    if info.reasoning is not None and not isinstance(info.reasoning, ReasoningInfo):
+        problem = f"published model {info.id!r} with reasoning that is no ReasoningInfo"
+        raise AdapterDefectError(type(adapter).__name__, TypeError(problem), problem)
 
 
 class LlmRuntime:
@@ -116,12 +128,30 @@ class LlmRuntime:
         return registration.adapter
 
     async def list_models(self, provider: str) -> list[ModelInfo]:
-        """The models the provider's adapter advertises (may be empty)."""
-        return list(self.adapter_for(provider).models())
+        """The models the provider's adapter advertises (may be empty), checked.
+
+        Metadata that cannot be right (an entry that is no ``ModelInfo``, an
+        empty or repeated id) is an adapter defect: ``AdapterDefectError``
+        (code ``UNKNOWN``) naming the adapter.
+        """
+        adapter = self.adapter_for(provider)
+        models = list(adapter.models())
+        seen: set[str] = set()
+        for info in models:
+            _check_model_info(adapter, info)
+            if info.id in seen:
+                problem = f"lists model id {info.id!r} twice"
+                raise AdapterDefectError(type(adapter).__name__, ValueError(problem), problem)
+            seen.add(info.id)
+        return models
 
     async def resolve_model(self, provider: str, model: str) -> ModelInfo | None:
-        """The adapter's metadata for ``model`` (None when it knows nothing about it)."""
-        return self.adapter_for(provider).model_info(model)
+        """The adapter's metadata for ``model`` (None when it knows nothing about it), checked."""
+        adapter = self.adapter_for(provider)
+        info = adapter.model_info(model)
+        if info is not None:
+            _check_model_info(adapter, info)
+        return info
 
     # --- checks before I/O -------------------------------------------------------
 
