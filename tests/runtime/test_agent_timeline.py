@@ -91,8 +91,15 @@ async def test_the_static_copy_shows_the_run_with_model_text_escaped() -> None:
     html = timeline.static_html()
     assert 'class="cs-step"' in html and 'data-step="2"' in html
     assert 'class="cs-retry" data-code="RATE_LIMIT"' in html
-    assert 'data-state="error" data-tool="lookup"' in html
+    assert 'data-tool="lookup" data-state="error"' in html
     assert 'data-outcome="done"' in html
+    # the same order as the live widget: each step's rows inside its section
+    marks = [
+        'data-step="1"', 'class="cs-retry"', 'class="cs-seg" data-kind="tool-call"',
+        'class="cs-tool-span"', 'data-step="2"', 'class="cs-seg" data-kind="text"', 'class="cs-outcome"',
+    ]
+    positions = [html.index(mark) for mark in marks]
+    assert positions == sorted(positions), list(zip(marks, positions, strict=True))
     assert "<script>x" not in html and "<img src" not in html and "<b><script>" not in html
     assert "&lt;b&gt;&lt;script&gt;x&lt;/script&gt;&lt;/b&gt; found" in html
 
