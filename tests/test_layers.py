@@ -44,7 +44,11 @@ MAY_IMPORT: dict[str, set[str]] = {
 LIBRARIES: dict[str, set[str] | None] = {
     "protocol": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup"},
     "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
-    "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
+    # nest_asyncio: the sync face (generate_sync/run_sync) inside a running Jupyter loop, imported lazily.
+    "runtime": {
+        "pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse",
+        "nest_asyncio",
+    },
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
     "usage": {
         "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",

@@ -43,6 +43,17 @@ _EXPORTS: dict[str, str] = {
         ],
         ".adapters",
     ),
+    # runtime (issue 10): registry, checks before I/O, retries, the agent loop and its events
+    **dict.fromkeys(
+        [
+            "LlmRuntime", "PreparedCall", "Registration", "AdapterDefectError", "RetryPolicy",
+            "RetryDecision",
+            "AgentLoop", "AgentRun", "AgentResult", "AgentEvent", "StepStart", "ChunkEvent", "RetryScheduled",
+            "OutputDiscarded", "ToolCallEvent", "ToolResultEvent", "ToolOutcome", "StepEnd", "StepRecord",
+            "LoopEnd", "AttemptUsage", "Tool", "ToolArgumentsError", "tool",
+        ],
+        ".runtime",
+    ),
     # provider
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
@@ -166,6 +177,30 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .provider import LocalProvider as LocalProvider
     from .provider import Scenario as Scenario
     from .provider import get_scenario as get_scenario
+    from .runtime import AdapterDefectError as AdapterDefectError
+    from .runtime import AgentEvent as AgentEvent
+    from .runtime import AgentLoop as AgentLoop
+    from .runtime import AgentResult as AgentResult
+    from .runtime import AgentRun as AgentRun
+    from .runtime import AttemptUsage as AttemptUsage
+    from .runtime import ChunkEvent as ChunkEvent
+    from .runtime import LlmRuntime as LlmRuntime
+    from .runtime import LoopEnd as LoopEnd
+    from .runtime import OutputDiscarded as OutputDiscarded
+    from .runtime import PreparedCall as PreparedCall
+    from .runtime import Registration as Registration
+    from .runtime import RetryDecision as RetryDecision
+    from .runtime import RetryPolicy as RetryPolicy
+    from .runtime import RetryScheduled as RetryScheduled
+    from .runtime import StepEnd as StepEnd
+    from .runtime import StepRecord as StepRecord
+    from .runtime import StepStart as StepStart
+    from .runtime import Tool as Tool
+    from .runtime import ToolArgumentsError as ToolArgumentsError
+    from .runtime import ToolCallEvent as ToolCallEvent
+    from .runtime import ToolOutcome as ToolOutcome
+    from .runtime import ToolResultEvent as ToolResultEvent
+    from .runtime import tool as tool
     from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
     from .usage import Price as Price
     from .usage import PriceTable as PriceTable

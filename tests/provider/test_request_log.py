@@ -38,8 +38,10 @@ async def test_a_client_that_closes_mid_stream_is_seen_disconnecting_at_once() -
             "POST", provider.base_url + "/chat/completions", json={"model": "fault-stall", "stream": True}
         )
         response = await client.send(request, stream=True)
-        async for _ in response.aiter_bytes():
-            break  # the two deltas before the 30 s stall
+        # aclosing: a generator left to the garbage collector would close the connection late, elsewhere
+        async with contextlib.aclosing(response.aiter_bytes()) as body:
+            async for _ in body:
+                break  # the two deltas before the 30 s stall
         await response.aclose()
         (record,) = provider.requests
         assert await asyncio.to_thread(record.wait_ended, 5.0)

@@ -10,7 +10,16 @@ tag        record                                           chunk
 ``"c"``    ``[t, "c", index, id, argumentsDelta(, name)]``  ``tool-call-delta``
 ``"x"``    ``[t, "x", chunk_json]``                         any other chunk
 ``"?"``    ``[t, "?", raw]``                                an input that is no chunk
+``"a"``    ``[t, "a", {"type": ..., ...}]``                 an agent run's own event
 =========  ===============================================  ==========================
+
+``"a"`` records appear only in an agent run's timeline (``Timeline.consume_run``):
+``step-start`` (``step``), ``retry`` (``step``, ``attempt``, ``retry``, ``delayMs``,
+``code``, ``message``, ``status``), ``discarded`` (``attempt``, ``chunks``),
+``tool-call`` (``id``, ``name``, ``arguments``), ``tool-result`` (``id``,
+``isError``, ``content``, ``durationMs``), ``step-end`` (``finish``, ``code``),
+``loop-end`` (``outcome``, ``code``, ``steps``). Block indexes start again at 0
+after a ``step-start`` or a ``retry``.
 
 ``t`` is the arrival time in milliseconds since the stream started. Deltas are
 sent as deltas (never the accumulated text), so the bytes sent grow linearly

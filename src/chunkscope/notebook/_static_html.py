@@ -136,6 +136,15 @@ class _Geometry:
             left, right_frac = seg.t_first / self.extent, right_t / self.extent
         return left, max(right_frac - left, 0.004)
 
+    def between(self, first: int, end: int) -> tuple[float, float]:
+        """(left, width) of the span from record ``first`` to record ``end`` (its start; the end of all)."""
+        if self.axis == "chunk":
+            left, right = first / self.extent, end / self.extent
+        else:
+            left = self.view.time_of(first) / self.extent
+            right = self.view.time_of(end if end < len(self.view.records) else None) / self.extent
+        return left, max(right - left, 0.004)
+
     def at(self, position: int | None) -> float:
         if self.axis == "chunk":
             n = self.view.chunks if position is None else position + 0.5
@@ -174,8 +183,11 @@ def render_fragment(
     for frac, label in axis_ticks(geo.extent if axis == "time" else float(view.chunks), axis):
         out.append(f'<span class="cs-tick" style="left:{_pct(frac)}">{escape(label)}</span> ')
     out.append('</div><span class="cs-cap"></span></div>')
-    for seg in view.segments:
-        out.append(_segment(seg, view, geo, compact))
+    # an agent run's own rows (steps, retry waits, tool spans, outcome) sit among the blocks in record order
+    rows: list[tuple[int, str]] = [(seg.first, _segment(seg, view, geo, compact)) for seg in view.segments]
+    rows += _agent_rows(view.records, geo)
+    rows.sort(key=lambda row: row[0])
+    out.extend(html for _, html in rows)
     if view.violations:
         out.append(
             '<div class="cs-row cs-marks"><span class="cs-lane-label">violations</span><div class="cs-track">'
@@ -198,7 +210,7 @@ def render_fragment(
 
 def _head(view: TimelineView, axis: str) -> str:
     facts = [f'<span class="cs-title">{escape(view.title or "stream")}</span>']
-    facts.append(f'<span class="cs-fact">chunks <b class="cs-fact-chunks">{view.chunks}</b></span>')
+    facts.append(f'<span class="cs-fact">chunks <b class="cs-fact-chunks">{view.chunk_count}</b></span>')
     if view.first_ms is not None:
         facts.append(f'<span class="cs-fact">first chunk <b>{escape(format_ms(view.first_ms))}</b></span>')
     if view.chunks:
@@ -298,7 +310,7 @@ def _badges(view: TimelineView) -> str:
             out.append(f'<span class="cs-badge cs-cause">caused by {escape(cause)}</span>')
     if view.status != "streaming" and view.records and view.error is not None:
         out.append(
-            f'<span class="cs-badge cs-partial">partial output kept: {view.chunks} chunks, '
+            f'<span class="cs-badge cs-partial">partial output kept: {view.chunk_count} chunks, '
             f"{view.deltas} deltas</span>"
         )
     out.append("</div>")
@@ -335,3 +347,91 @@ def render_page(state: dict[str, Any], *, axis: str = "time") -> str:
         f"{render_fragment(state, axis=axis)}\n"
         "</body></html>\n"
     )
+
+
+def _agent_row(
+    cls: str, label: str, bar: tuple[float, float] | None, cap: str, text: str, **attrs: Any
+) -> str:
+    track = (
+        f'<div class="cs-bar" style="left:{_pct(bar[0])};width:{_pct(bar[1])}"></div>'
+        if bar is not None
+        else ""
+    )
+    return (
+        f'<div class="{cls}"{_attrs(**attrs)}><div class="cs-row">'
+        f'<span class="cs-lane-label">{escape(label)}</span>'
+        f'<div class="cs-track">{track}</div><span class="cs-cap">{escape(cap)}</span></div>'
+        f'<div class="cs-seg-text">{escape(text)}</div></div>'
+    )
+
+
+def _agent_rows(records: list[list[Any]], geo: _Geometry) -> list[tuple[int, str]]:
+    """An agent run's steps, retry waits, tool spans and outcome, each at its record position (escaped)."""
+    rows: list[tuple[int, str]] = []
+    calls: dict[str, tuple[int, dict[str, Any]]] = {}
+    waiting: tuple[int, dict[str, Any]] | None = None
+    for n, record in enumerate(records):
+        if waiting is not None:  # a retry wait ends where the next record (the new attempt) begins
+            start, ev = waiting
+            waiting = None
+            rows.append((start, _retry_row(ev, geo.between(start, n))))
+        if record[1] != "a" or not isinstance(record[2], dict):
+            continue
+        ev = record[2]
+        kind = ev.get("type")
+        if kind == "step-start":
+            step = ev.get("step")
+            rows.append((n, f'<div class="cs-step"{_attrs(data_step=step)}>step {escape(str(step))}</div>'))
+        elif kind == "retry":
+            waiting = (n, ev)
+        elif kind == "discarded":
+            text = f"partial output of attempt {ev.get('attempt')} discarded ({ev.get('chunks')} chunks)"
+            rows.append((n, f'<div class="cs-discarded">{escape(text)}</div>'))
+        elif kind == "tool-call":
+            calls[str(ev.get("id"))] = (n, ev)
+        elif kind == "tool-result" and str(ev.get("id")) in calls:
+            start, call = calls.pop(str(ev.get("id")))
+            state = "error" if ev.get("isError") else "ok"
+            cap = f"{format_ms(float(ev.get('durationMs') or 0))} · {state}"
+            text = f"{call.get('name')}({call.get('arguments') or ''}) → {ev.get('content')}"
+            html = _agent_row(
+                "cs-tool-span",
+                f"tool {call.get('name')}",
+                geo.between(start, n),
+                cap,
+                text,
+                data_tool=call.get("name"),
+                data_state=state,
+            )
+            rows.append((start, html))
+        elif kind == "loop-end":
+            code = f" · {ev.get('code')}" if ev.get("code") else ""
+            text = f"run {ev.get('outcome')}{code} · {ev.get('steps')} steps"
+            rows.append(
+                (n, f'<div class="cs-outcome"{_attrs(data_outcome=ev.get("outcome"))}>{escape(text)}</div>')
+            )
+    if waiting is not None:
+        rows.append((waiting[0], _retry_row(waiting[1], geo.between(waiting[0], len(records)))))
+    for start, call in calls.values():  # a tool still running when the picture was taken
+        rows.append(
+            (
+                start,
+                _agent_row(
+                    "cs-tool-span",
+                    f"tool {call.get('name')}",
+                    geo.between(start, len(records)),
+                    "running",
+                    f"{call.get('name')}({call.get('arguments') or ''})",
+                    data_tool=call.get("name"),
+                    data_state="running",
+                ),
+            )
+        )
+    return rows
+
+
+def _retry_row(ev: dict[str, Any], bar: tuple[float, float]) -> str:
+    status = f" (HTTP {ev.get('status')})" if ev.get("status") is not None else ""
+    text = f"attempt {ev.get('attempt')} failed: {ev.get('code')}{status} {ev.get('message') or ''}"
+    cap = f"wait {format_ms(float(ev.get('delayMs') or 0))} · {ev.get('code')}"
+    return _agent_row("cs-retry", f"retry {ev.get('retry')}", bar, cap, text, data_code=ev.get("code"))

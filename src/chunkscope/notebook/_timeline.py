@@ -1,5 +1,10 @@
 """``Timeline``: the live block timeline of a stream, as an anywidget.
 
+``consume(stream)`` draws one stream; ``consume_run(loop.run(...))`` (what
+``cs.show`` does with an agent run) draws a whole agent run in the same widget:
+its chunks as usual, and its steps, retry waits, tool spans and outcome as
+``"a"`` records (see ``_records``).
+
 Python → browser messages (``widget.send``), batched to at most one per
 ``interval`` (1/30 s) plus the start and end of each run::
 
@@ -34,7 +39,7 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import anywidget
 import traitlets
@@ -48,6 +53,17 @@ from chunkscope.protocol import (
     Timings,
     UsageSink,
     Violation,
+)
+from chunkscope.runtime import (
+    AgentResult,
+    AgentRun,
+    ChunkEvent,
+    LoopEnd,
+    OutputDiscarded,
+    RetryScheduled,
+    StepEnd,
+    ToolCallEvent,
+    ToolResultEvent,
 )
 
 from ._records import Record, encode_chunk, encode_raw, encode_violation
@@ -118,6 +134,8 @@ class Timeline(anywidget.AnyWidget):
         self._running = False
         self.result: StreamResult | None = None
         """The ``StreamResult`` of the last finished run."""
+        self.agent_result: AgentResult | None = None
+        """The ``AgentResult`` of the last agent run shown (``consume_run``)."""
         self.on_msg(self._on_front_end_msg)
 
     # --- consuming a stream -----------------------------------------------------
@@ -215,6 +233,62 @@ class Timeline(anywidget.AnyWidget):
         if sink is not None:
             sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])
         return result
+
+    async def consume_run(self, run: AgentRun) -> AgentResult:
+        """Show an agent run (``loop.run(...)``) live in this one timeline; return its ``AgentResult``.
+
+        Chunks are drawn as for a stream; steps, retry waits (code and delay),
+        tool spans (duration, result or error) and the outcome are records of
+        their own (tag ``"a"``). Each step is checked on its own (its
+        violations are placed at their chunks); a failed run shows its
+        ``LlmError`` on the error badge.
+        """
+        if self._running:
+            raise RuntimeError("this Timeline is already consuming a stream; use one Timeline per stream")
+        self._running = True
+        try:
+            return await self._consume_run(run)
+        finally:
+            self._running = False
+
+    async def _consume_run(self, run: AgentRun) -> AgentResult:
+        if not self.title:
+            self.title = run.title
+        clock = self._clock
+        start = self._begin()
+        starts: dict[tuple[int, int], int] = {}
+        outcome: AgentResult | None = None
+        try:
+            async for event in run:
+                now = clock()
+                ms = _ms(now - start)
+                found: list[Violation] = []
+                if isinstance(event, ChunkEvent):
+                    starts.setdefault((event.step, event.attempt), len(self._records))
+                    chunk = event.chunk
+                    known = type(chunk) in _CHUNK_MODELS
+                    record = encode_chunk(chunk, ms) if known else encode_raw(chunk, ms)
+                else:
+                    record = [ms, "a", _agent_record(event)]
+                    if isinstance(event, StepEnd):
+                        end_at = len(self._records)
+                        for n, attempt in enumerate(event.attempts, 1):
+                            offset = starts.get((event.step, n), end_at)
+                            for v in attempt.violations:
+                                at = end_at if v.position is None else offset + v.position
+                                found.append(Violation(v.rule, v.severity, at, v.chunk, v.message))
+                    if isinstance(event, LoopEnd):
+                        outcome = event.result
+                self._add(record, found, now)
+        except BaseException:
+            cancelled = LlmError("the task consuming the agent run was cancelled", "ABORTED")
+            self._finish(clock() - start, cancelled, None)
+            raise
+        assert outcome is not None
+        error = outcome.error if outcome.outcome in ("error", "aborted") else None
+        self._finish(clock() - start, error, None)
+        self.agent_result = outcome
+        return outcome
 
     def _begin(self) -> float:
         self._cancel_timer()
@@ -413,6 +487,11 @@ class Timeline(anywidget.AnyWidget):
         )
 
 
+@overload
+async def show(
+    stream: AgentRun, *, title: str = "", profile: str = "strict", **kwargs: Any
+) -> AgentResult: ...
+@overload
 async def show(
     stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike],
     *,
@@ -423,18 +502,60 @@ async def show(
     model: str = "unknown",
     tags: Mapping[str, str] | None = None,
     **kwargs: Any,
-) -> StreamResult:
+) -> StreamResult: ...
+async def show(
+    stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike] | AgentRun,
+    *,
+    title: str = "",
+    profile: str = "strict",
+    log: UsageSink | None = None,
+    provider: str = "unknown",
+    model: str = "unknown",
+    tags: Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> StreamResult | AgentResult:
     """Display a ``Timeline`` of ``stream`` and return its ``StreamResult``.
 
     The stream's own error is in ``result.error`` (not raised); keyword
     arguments go to ``Timeline``. ``log`` records the attempt under
-    ``provider`` / ``model`` / ``tags`` (see ``collect``).
+    ``provider`` / ``model`` / ``tags`` (see ``collect``). Given an agent run
+    (``loop.run(...)``), the whole run is drawn in the one timeline and its
+    ``AgentResult`` returned (the loop records its own attempts: give it the log).
     """
     from IPython.display import display
 
     timeline = Timeline(title=title, profile=profile, **kwargs)
     display(timeline)  # type: ignore[no-untyped-call]
+    if isinstance(stream, AgentRun):
+        return await timeline.consume_run(stream)
     return await timeline.consume(stream, log=log, provider=provider, model=model, tags=tags)
+
+
+def _agent_record(event: Any) -> dict[str, Any]:
+    """The JSON form of an agent event for an ``"a"`` record (model text stays text)."""
+    kind = event.type
+    out: dict[str, Any] = {"type": kind}
+    if hasattr(event, "step"):
+        out["step"] = event.step
+    if isinstance(event, RetryScheduled):
+        out.update(
+            attempt=event.attempt, retry=event.retry, delayMs=_ms(event.delay_ms / 1000.0),
+            code=event.error.code, message=event.error.message, status=event.error.status,
+        )
+    elif isinstance(event, OutputDiscarded):
+        out.update(attempt=event.attempt, chunks=event.chunks)
+    elif isinstance(event, ToolCallEvent):
+        out.update(id=event.call.id, name=event.call.name, arguments=event.call.arguments)
+    elif isinstance(event, ToolResultEvent):
+        o = event.outcome
+        out.update(id=o.call.id, isError=o.is_error, content=o.content, durationMs=_ms(o.duration_s))
+    elif isinstance(event, StepEnd):
+        finish = event.result.finish
+        out.update(finish=finish.kind if finish is not None else None, code=event.result.error_code)
+    elif isinstance(event, LoopEnd):
+        r = event.result
+        out.update(outcome=r.outcome, code=r.error.code if r.error else None, steps=len(r.steps))
+    return out
 
 
 def _ms(seconds: float) -> float:

@@ -91,6 +91,11 @@ class TimelineView:
         """How many chunks this frame shows."""
         return len(self.records)
 
+    @property
+    def chunk_count(self) -> int:
+        """How many of the shown records are chunks (an agent run's step/tool/retry records are not)."""
+        return sum(1 for record in self.records if record[1] != "a")
+
     def time_of(self, position: int | None) -> float:
         """Arrival time (ms) of chunk ``position``; the end of the stream for ``None``."""
         if position is None or position >= len(self.records) or position < 0:
@@ -141,6 +146,12 @@ def derive(state: dict[str, Any], upto: int | None = None) -> TimelineView:
                 seg.parts.append(record[4])
             else:
                 seg.parts.append(record[3])
+            continue
+        if tag == "a":  # an agent run's event: a new step or attempt starts its indexes at 0 again
+            event = record[2] if isinstance(record[2], dict) else {}
+            if event.get("type") in ("step-start", "retry"):
+                open_by_index.clear()
+                last_by_index.clear()
             continue
         if tag != "x":
             continue

@@ -200,7 +200,27 @@ async def _accept(
     failed = _http_fault(scenario, wire)
     if failed is not None:
         return failed
-    return body, scenario, scenario.script(_last_user_text(body))
+    return body, scenario, scenario.script(_last_user_text(body), _trailing_tool_result(body))
+
+
+def _trailing_tool_result(body: dict[str, Any]) -> str | None:
+    """The text of the tool result the conversation ends with (either wire), else None."""
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, dict):
+        return None
+    content = last.get("content")
+    if last.get("role") == "tool":  # OpenAI wire
+        return content if isinstance(content, str) else None
+    if last.get("role") == "user" and isinstance(content, list):  # Anthropic wire: tool_result blocks
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "tool_result":
+                inner = part.get("content")
+                if isinstance(inner, str):
+                    return inner
+                if isinstance(inner, list):
+                    return "".join(p.get("text", "") for p in inner if isinstance(p, dict))
+    return None
 
 
 def _last_user_text(body: dict[str, Any]) -> str:

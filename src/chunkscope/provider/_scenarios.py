@@ -308,9 +308,17 @@ class Scenario:
     first_byte_delay: float = 0.0
     """Seconds the provider waits before answering at all (the response headers included)."""
     _build: Callable[[str], Script] | None = field(default=None, repr=False, compare=False)
+    _after_tool: Callable[[str], Script] | None = field(default=None, repr=False, compare=False)
+    """The reply when the conversation ends with a tool result (given its text); None: as ``_build``."""
 
-    def script(self, prompt: str = "") -> Script:
-        """The neutral script for a request whose last user message is ``prompt``."""
+    def script(self, prompt: str = "", tool_result: str | None = None) -> Script:
+        """The neutral script for a request whose last user message is ``prompt``.
+
+        ``tool_result`` is the text of the tool result the conversation ends
+        with (None when it does not end with one); only ``tool-roundtrip`` uses it.
+        """
+        if tool_result is not None and self._after_tool is not None:
+            return self._after_tool(tool_result)
         if self._build is None:
             return Script(steps=(), usage=WireUsage(prompt=PROMPT_TOKENS, completion=0))
         return self._build(prompt)
@@ -493,6 +501,19 @@ _SCENARIO_LIST: list[Scenario] = [
             Tool(0, None, None, "}"),
             Finish("tool_calls"),
         ),
+    ),
+    Scenario(
+        name="tool-roundtrip",
+        description="the tool-call reply; once the conversation ends with a tool result, text quoting it",
+        _build=_fixed(
+            _script(
+                *_texts("Let", " me", " check."),
+                Tool(0, "call_weather_1", "get_weather", '{"city": '),
+                Tool(0, None, None, '"Tokyo"}'),
+                Finish("tool_calls"),
+            )
+        ),
+        _after_tool=lambda result: _script(*_texts("The", " tool", " said:", " " + result), Finish("stop")),
     ),
     _reply(
         "parallel-tools", "two tool calls, one after the other", _script(*_PARALLEL, Finish("tool_calls"))

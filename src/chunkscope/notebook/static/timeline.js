@@ -368,6 +368,9 @@ class View {
     this.maxGap = 0;
     this.maxGapAt = null;
     this.lanes.replaceChildren();
+    this.toolSpans = new Map();
+    this.waiting = null;
+    this.chunkCount = 0; // records that are chunks (an agent run's own records are not)
     this.marksTrack.replaceChildren();
     this.list.replaceChildren();
     this.marks = [];
@@ -380,6 +383,9 @@ class View {
 
   openSeg(index, kind, n, t) {
     const seg = { index, kind, first: n, last: n, t0: t, t1: t, deltas: 0, started: false, closed: false, pending: [], chunks: [], name: null, id: null, dom: null, chars: 0 };
+    // holds the segment's place among the lanes until its first draw (an agent run's sections interleave)
+    seg.anchor = document.createComment("cs-seg");
+    this.lanes.append(seg.anchor);
     this.segs.push(seg);
     this.openByIndex.set(index, seg);
     this.lastByIndex.set(index, seg);
@@ -389,6 +395,14 @@ class View {
 
   ingest(rec, n) {
     const t = Number(rec[0]);
+    if (this.waiting) {
+      // a retry wait ends when the next attempt shows its first sign of life
+      this.waiting.closed = true;
+      this.waiting.last = n;
+      this.waiting.t1 = t;
+      this.waiting = null;
+    }
+    if (rec[1] !== "a") this.chunkCount++;
     if (n > 0) {
       const gap = t - Number(this.store.records[n - 1][0]);
       if (gap > this.maxGap) {
@@ -414,6 +428,10 @@ class View {
         seg.pending.push(rec[3]);
       }
       this.dirty.add(seg);
+      return;
+    }
+    if (tag === "a") {
+      this.ingestAgent(rec[2] && typeof rec[2] === "object" ? rec[2] : {}, n, t);
       return;
     }
     if (tag !== "x") return;
@@ -448,6 +466,73 @@ class View {
       this.usage = chunk.usage && typeof chunk.usage === "object" ? chunk.usage : null;
     } else if (chunk.type === "finish") {
       this.finish = chunk.reason && typeof chunk.reason === "object" ? chunk.reason : null;
+    }
+  }
+
+  // an agent run: steps, retry waits, tool spans, the outcome (records tagged "a") ----------
+
+  agentRow(className, label, kind) {
+    const node = h("div", className);
+    const row = h("div", "cs-row");
+    const labelEl = h("span", "cs-lane-label", label);
+    const track = h("div", "cs-track");
+    const bar = h("div", "cs-bar");
+    track.append(bar);
+    const cap = h("span", "cs-cap");
+    row.append(labelEl, track, cap);
+    const text = h("div", "cs-seg-text");
+    node.append(row, text);
+    this.lanes.append(node);
+    const span = { kind, first: 0, last: 0, t0: 0, t1: 0, closed: false, dom: { node, bar, cap, text, sink: text } };
+    return span;
+  }
+
+  ingestAgent(ev, n, t) {
+    const type = String(ev.type || "");
+    if (type === "step-start" || type === "retry") {
+      // block indexes start again at 0 in every attempt: new segments from here on
+      this.openByIndex = new Map();
+      this.lastByIndex = new Map();
+    }
+    if (type === "step-start") {
+      const head = h("div", "cs-step", `step ${ev.step}`);
+      head.dataset.step = String(ev.step);
+      this.lanes.append(head);
+    } else if (type === "retry") {
+      const span = this.agentRow("cs-retry", `retry ${ev.retry}`, "retry");
+      span.first = span.last = n;
+      span.t0 = span.t1 = t;
+      this.waiting = span; // open (growing with the time axis) until the next record arrives
+      span.dom.node.dataset.code = String(ev.code || "");
+      span.dom.cap.textContent = `wait ${formatMs(Number(ev.delayMs || 0))} · ${ev.code}`;
+      span.dom.text.textContent = `attempt ${ev.attempt} failed: ${ev.code}${ev.status != null ? " (HTTP " + ev.status + ")" : ""} ${ev.message || ""}`;
+      this.segs.push(span);
+    } else if (type === "discarded") {
+      this.lanes.append(h("div", "cs-discarded", `partial output of attempt ${ev.attempt} discarded (${plural(Number(ev.chunks || 0), "chunk")})`));
+    } else if (type === "tool-call") {
+      const span = this.agentRow("cs-tool-span", `tool ${ev.name}`, "tool-run");
+      span.first = span.last = n;
+      span.t0 = span.t1 = t;
+      span.id = String(ev.id || "");
+      span.dom.node.dataset.tool = String(ev.name || "");
+      span.dom.node.dataset.state = "running";
+      span.dom.cap.textContent = "running";
+      span.dom.text.textContent = `${ev.name}(${ev.arguments || ""})`;
+      this.segs.push(span);
+      (this.toolSpans || (this.toolSpans = new Map())).set(span.id, span);
+    } else if (type === "tool-result") {
+      const span = this.toolSpans && this.toolSpans.get(String(ev.id || ""));
+      if (!span) return;
+      span.closed = true;
+      span.last = n;
+      span.t1 = t;
+      span.dom.node.dataset.state = ev.isError ? "error" : "ok";
+      span.dom.cap.textContent = `${formatMs(Number(ev.durationMs || 0))} · ${ev.isError ? "error" : "ok"}`;
+      span.dom.text.append(document.createTextNode(" → " + String(ev.content || "")));
+    } else if (type === "loop-end") {
+      const out = h("div", "cs-outcome", `run ${ev.outcome}${ev.code ? " · " + ev.code : ""} · ${plural(Number(ev.steps || 0), "step")}`);
+      out.dataset.outcome = String(ev.outcome || "");
+      this.lanes.append(out);
     }
   }
 
@@ -532,7 +617,8 @@ class View {
       node.append(row, text);
       node.csSeg = seg;
       seg.dom = { node, bar, cap, text, sink };
-      this.lanes.append(node);
+      if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
+      else this.lanes.append(node);
     }
     const dom = seg.dom;
     if (seg.pending.length) {
@@ -585,7 +671,7 @@ class View {
   drawFacts(limit, complete) {
     const store = this.store;
     const f = this.facts;
-    f.chunks.value.textContent = String(limit);
+    f.chunks.value.textContent = String(this.chunkCount);
     const first = limit ? Number(store.records[0][0]) : null;
     f.first.fact.hidden = first === null;
     if (first !== null) f.first.value.textContent = formatMs(first);
@@ -637,7 +723,7 @@ class View {
       badges.push(b);
       for (const cause of error.causes || []) badges.push(h("span", "cs-badge cs-cause", `caused by ${cause}`));
       if (this.applied) {
-        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.applied} chunks, ${this.deltas} deltas`));
+        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.chunkCount} chunks, ${this.deltas} deltas`));
       }
     }
     // Badges are few; rebuild only when their text changed.

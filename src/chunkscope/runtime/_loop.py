@@ -1,0 +1,641 @@
+"""``AgentLoop``: stream a step, run the tools it asks for, feed the results back, repeat.
+
+Every step's attempts, every chunk, tool call, tool result and retry wait is
+an event (``run`` yields them); the ``AgentResult`` at the end keeps every
+step's ``StreamResult``, every attempt's usage and the ``LlmError`` of a failed
+step. A tool problem (arguments that are not JSON or do not fit the schema,
+an unknown tool, a tool that raises) goes back to the model as an error tool
+result: the loop does not crash. The ``AbortSignal`` stops the stream, the
+running tools and a backoff wait at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from chunkscope.adapters import AbortSignal, GenerateOptions, LlmAdapter
+from chunkscope.protocol import (
+    AnyChunk,
+    LlmError,
+    Message,
+    StreamResult,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    ToolResultBlock,
+    UsageSink,
+    collect,
+    parse_message,
+)
+
+from ._registry import LlmRuntime
+from ._retry import RetryPolicy
+from ._sync import run_sync
+from ._tools import Tool, ToolArgumentsError
+
+__all__ = [
+    "AgentEvent",
+    "AgentLoop",
+    "AgentResult",
+    "AgentRun",
+    "AttemptUsage",
+    "ChunkEvent",
+    "LoopEnd",
+    "OutputDiscarded",
+    "RetryScheduled",
+    "StepEnd",
+    "StepRecord",
+    "StepStart",
+    "ToolCallEvent",
+    "ToolOutcome",
+    "ToolResultEvent",
+]
+
+_MAX_RESULT_CHARS = 100_000
+Outcome = Literal["done", "max_steps", "error", "aborted"]
+
+
+# --- events ----------------------------------------------------------------------
+# ``t`` is seconds since the run started (the loop's clock).
+
+
+@dataclass(frozen=True)
+class StepStart:
+    """A step (one model call, with its retries) begins; ``step`` counts from 1."""
+
+    t: float
+    step: int
+    type: Literal["step-start"] = "step-start"
+
+
+@dataclass(frozen=True)
+class ChunkEvent:
+    """One chunk of attempt ``attempt`` (from 1) of step ``step``."""
+
+    t: float
+    step: int
+    attempt: int
+    chunk: AnyChunk
+    type: Literal["chunk"] = "chunk"
+
+
+@dataclass(frozen=True)
+class RetryScheduled:
+    """Attempt ``attempt`` failed with ``error``; retry number ``retry`` follows after ``delay_ms``."""
+
+    t: float
+    step: int
+    attempt: int
+    retry: int
+    delay_ms: float
+    error: LlmError
+    from_retry_after: bool = False
+    type: Literal["retry"] = "retry"
+
+
+@dataclass(frozen=True)
+class OutputDiscarded:
+    """The failed attempt had already delivered ``chunks`` chunks; the retry starts the step over."""
+
+    t: float
+    step: int
+    attempt: int
+    chunks: int
+    type: Literal["discarded"] = "discarded"
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """The model asked for ``call`` (its id, name and raw JSON arguments); the tool starts now."""
+
+    t: float
+    step: int
+    call: ToolCallBlock
+    type: Literal["tool-call"] = "tool-call"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call returned to the model: text, error flag, how long it ran (seconds)."""
+
+    call: ToolCallBlock
+    content: str
+    is_error: bool
+    duration_s: float
+
+    def block(self) -> ToolResultBlock:
+        """The ``tool-result`` block sent back to the model."""
+        return ToolResultBlock(
+            tool_call_id=self.call.id, content=[TextBlock(text=self.content)], is_error=self.is_error or None
+        )
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """A tool call finished (``outcome.is_error``: it failed, and the model is told why)."""
+
+    t: float
+    step: int
+    outcome: ToolOutcome
+    type: Literal["tool-result"] = "tool-result"
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """A step ended: its final attempt's ``result`` and every attempt's."""
+
+    t: float
+    step: int
+    result: StreamResult
+    attempts: tuple[StreamResult, ...]
+    type: Literal["step-end"] = "step-end"
+
+
+@dataclass(frozen=True)
+class AttemptUsage:
+    """The usage of one attempt (None when the attempt reported none)."""
+
+    step: int
+    attempt: int
+    usage: TokenUsage | None
+    final: bool
+
+
+@dataclass
+class StepRecord:
+    """One step: its final ``result``, every attempt's result, and the tools it ran."""
+
+    step: int
+    result: StreamResult
+    attempts: list[StreamResult]
+    tools: list[ToolOutcome] = field(default_factory=list)
+
+
+@dataclass
+class AgentResult:
+    """The whole run.
+
+    ``outcome``: ``done`` (a non-tool finish), ``max_steps``, ``error`` (a step
+    failed for good: ``error`` is its ``LlmError`` with code, status, request
+    id and cause chain) or ``aborted``. ``steps`` keep every step's
+    ``StreamResult`` and attempts; ``usage`` every attempt's usage;
+    ``retries`` every scheduled retry; ``messages`` the conversation at the end.
+    """
+
+    outcome: Outcome
+    steps: list[StepRecord]
+    messages: list[Message]
+    usage: list[AttemptUsage]
+    retries: list[RetryScheduled]
+    error: LlmError | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the run ended with the model's answer."""
+        return self.outcome == "done"
+
+    @property
+    def aborted(self) -> bool:
+        """True when the ``AbortSignal`` (or task cancellation) stopped the run."""
+        return self.outcome == "aborted"
+
+    @property
+    def text(self) -> str:
+        """The last step's text."""
+        return self.steps[-1].result.text if self.steps else ""
+
+    @property
+    def tool_outcomes(self) -> list[ToolOutcome]:
+        """Every tool call's outcome, in order."""
+        return [outcome for step in self.steps for outcome in step.tools]
+
+    def total_usage(self) -> dict[str, int]:
+        """Tokens summed over every attempt (retried ones included: they were billed)."""
+        out = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
+        for entry in self.usage:
+            if entry.usage is None:
+                continue
+            for name in out:
+                out[name] += getattr(entry.usage, name, None) or 0
+        return out
+
+    def __repr__(self) -> str:
+        code = f", error={self.error.code!r}" if self.error is not None else ""
+        return (
+            f"AgentResult(outcome={self.outcome!r}{code}, steps={len(self.steps)}, "
+            f"tools={len(self.tool_outcomes)}, retries={len(self.retries)})"
+        )
+
+
+@dataclass(frozen=True)
+class LoopEnd:
+    """The run ended; ``result`` is the ``AgentResult``."""
+
+    t: float
+    result: AgentResult
+    type: Literal["loop-end"] = "loop-end"
+
+
+AgentEvent = Union[
+    StepStart, ChunkEvent, RetryScheduled, OutputDiscarded, ToolCallEvent, ToolResultEvent, StepEnd, LoopEnd
+]
+"""Every event ``AgentLoop.run`` yields (dispatch on ``.type``)."""
+
+
+# --- the run -------------------------------------------------------------------------
+
+
+class AgentRun:
+    """One run of an ``AgentLoop``: async-iterate it for events; ``result`` once it ended.
+
+    Iterate it once (``async for event in run``), or ``await run.finish()`` to
+    drain it; ``cs.show(run)`` draws it as one timeline.
+    """
+
+    def __init__(self, events: AsyncIterator[AgentEvent], title: str = "") -> None:
+        self._events = events
+        self.title = title
+        self.result: AgentResult | None = None
+        self._started = False
+
+    def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        if self._started:
+            raise RuntimeError("an AgentRun can be iterated once; start a new loop.run(...)")
+        self._started = True
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[AgentEvent]:
+        try:
+            async for event in self._events:
+                if isinstance(event, LoopEnd):
+                    self.result = event.result
+                yield event
+        finally:
+            await self._events.aclose()  # type: ignore[attr-defined]
+
+    async def finish(self) -> AgentResult:
+        """Drain the remaining events and return the result."""
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def __await__(self) -> Generator[Any, None, AgentResult]:
+        return self.finish().__await__()
+
+
+class _Clock:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._start = clock()
+
+    def __call__(self) -> float:
+        return self._clock() - self._start
+
+
+_END = object()
+
+
+class AgentLoop:
+    """A small tool-using agent loop over an ``LlmRuntime`` (or a single adapter).
+
+    ``tools`` are ``@tool`` functions (or plain callables, wrapped on the fly).
+    Each step streams one model call (retried per ``retry``), assembles it,
+    runs the requested tool calls concurrently, appends the assistant message
+    and the tool results, and continues until a finish that is not
+    ``tool-calls`` or ``max_steps`` steps. ``log`` (a ``UsageSink``) records
+    every attempt; ``profile`` is the rule profile the steps are checked under.
+    """
+
+    def __init__(
+        self,
+        runtime_or_adapter: LlmRuntime | LlmAdapter,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *,
+        retry: RetryPolicy | None = None,
+        max_steps: int = 10,
+        log: UsageSink | None = None,
+        profile: str = "strict",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if isinstance(runtime_or_adapter, LlmRuntime):
+            self.runtime = runtime_or_adapter
+            self._default_provider: str | None = None
+        elif isinstance(runtime_or_adapter, LlmAdapter):
+            self.runtime = LlmRuntime()
+            self._default_provider = runtime_or_adapter.provider
+            self.runtime.register_adapter(self._default_provider, runtime_or_adapter)
+        else:
+            raise TypeError("AgentLoop needs an LlmRuntime or an LlmAdapter")
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            t = item if isinstance(item, Tool) else Tool(item)
+            if t.name in self.tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self.tools[t.name] = t
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.max_steps = max_steps
+        self.log = log
+        self.profile = profile
+        self._clock = clock
+        self.last_result: AgentResult | None = None
+        """The result of the latest run that ended (also after an abort or a cancellation)."""
+
+    def run(
+        self,
+        prompt: str | Iterable[Message | Mapping[str, Any]],
+        *,
+        model: str,
+        provider: str | None = None,
+        signal: AbortSignal | None = None,
+        **options: Any,
+    ) -> AgentRun:
+        """Start a run: ``prompt`` (a user message's text) or a list of messages.
+
+        Returns an ``AgentRun`` to iterate for events (``StepStart``,
+        ``ChunkEvent``, ``ToolCallEvent``, ``ToolResultEvent``,
+        ``RetryScheduled``, ``OutputDiscarded``, ``StepEnd``, ``LoopEnd``).
+        ``options`` are further ``GenerateOptions`` fields (``system``,
+        ``temperature``, ...); the tools are offered on every step.
+        """
+        if provider is None:
+            provider = self._default_provider
+            if provider is None:
+                routes = self.runtime.list_providers()
+                if len(routes) != 1:
+                    raise ValueError(f"name the provider: the runtime routes {routes}")
+                provider = routes[0]
+        if isinstance(prompt, str):
+            messages = [Message(role="user", content=[TextBlock(text=prompt)])]
+        else:
+            messages = [parse_message(m) for m in prompt]
+        specs = [t.spec for t in self.tools.values()] or None
+        base = GenerateOptions(provider, model, messages, tools=specs, signal=signal, **options)
+        return AgentRun(self._run(base, signal), title=f"{provider} · {model}")
+
+    def run_sync(self, prompt: str | Iterable[Message | Mapping[str, Any]], **kwargs: Any) -> AgentResult:
+        """``run`` to the end, for code without asyncio; safe inside a running Jupyter loop."""
+        return run_sync(self.run(prompt, **kwargs).finish())
+
+    # --- the engine -------------------------------------------------------------------
+
+    async def _run(self, base: GenerateOptions, signal: AbortSignal | None) -> AsyncIterator[AgentEvent]:
+        now = _Clock(self._clock)
+        run_id = uuid.uuid4().hex[:12]
+        messages = list(base.messages)
+        steps: list[StepRecord] = []
+        usage: list[AttemptUsage] = []
+        retries: list[RetryScheduled] = []
+        outcome: Outcome = "max_steps"
+        error: LlmError | None = None
+        try:
+            for step in range(1, self.max_steps + 1):
+                yield StepStart(now(), step)
+                options = base.replace(messages=messages)
+                attempts: list[StreamResult] = []
+                retries_here = 0
+                while True:
+                    attempt = len(attempts) + 1
+                    holder: list[StreamResult] = []
+                    delivered = 0
+                    async for event in self._attempt(options, step, attempt, signal, now, holder):
+                        delivered += 1
+                        yield event
+                    result = holder[0]
+                    attempts.append(result)
+                    failure = _failure_of(result)
+                    decision = None
+                    may_retry = delivered == 0 or self.retry.restart_after_output
+                    if failure is not None and may_retry and not _aborted(signal, failure):
+                        decision = self.retry.decide(failure, retries_here)
+                    self._record(result, options, run_id, step, attempt, final=decision is None)
+                    usage.append(AttemptUsage(step, attempt, result.usage, decision is None))
+                    if decision is None or failure is None:
+                        break
+                    retries_here += 1
+                    scheduled = RetryScheduled(
+                        now(),
+                        step,
+                        attempt,
+                        decision.retry,
+                        decision.delay_ms,
+                        failure,
+                        decision.from_retry_after,
+                    )
+                    retries.append(scheduled)
+                    yield scheduled
+                    if delivered:
+                        yield OutputDiscarded(now(), step, attempt, delivered)
+                    if not await self.retry.wait(decision.delay_ms, signal):
+                        break  # aborted during the wait: the abort is the outcome
+                record = StepRecord(step, result, attempts)
+                steps.append(record)
+                failure = _failure_of(result)
+                if signal is not None and signal.aborted:
+                    yield StepEnd(now(), step, result, tuple(attempts))
+                    outcome, error = "aborted", _abort_error(signal, failure)
+                    break
+                if failure is not None:
+                    yield StepEnd(now(), step, result, tuple(attempts))
+                    outcome = "aborted" if failure.code == "ABORTED" else "error"
+                    error = failure
+                    break
+                finish = result.finish
+                calls = result.tool_calls
+                if finish is None or finish.kind != "tool-calls" or not calls:
+                    yield StepEnd(now(), step, result, tuple(attempts))
+                    outcome = "done"
+                    break
+                messages.append(result.message())
+                async for tool_event in self._tools(calls, step, signal, now, record):
+                    yield tool_event
+                yield StepEnd(now(), step, result, tuple(attempts))
+                if signal is not None and signal.aborted:
+                    outcome, error = "aborted", _abort_error(signal, None)
+                    break
+                messages.append(Message(role="user", content=[o.block() for o in record.tools]))
+        except asyncio.CancelledError:
+            outcome, error = "aborted", LlmError("the task running the agent loop was cancelled", "ABORTED")
+            raise
+        except GeneratorExit:  # the consumer stopped iterating: the run ends where it was
+            outcome, error = "aborted", LlmError("the consumer stopped reading the agent run", "ABORTED")
+            raise
+        finally:
+            final = AgentResult(outcome, steps, messages, usage, retries, error, now())
+            self.last_result = final
+        yield LoopEnd(now(), final)
+
+    async def _attempt(
+        self,
+        options: GenerateOptions,
+        step: int,
+        attempt: int,
+        signal: AbortSignal | None,
+        now: _Clock,
+        holder: list[StreamResult],
+    ) -> AsyncIterator[ChunkEvent]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        source = _abortable(self.runtime.stream(options), signal)
+
+        async def tee() -> AsyncIterator[AnyChunk]:
+            try:
+                async for chunk in source:
+                    queue.put_nowait(chunk)
+                    yield chunk
+            finally:
+                queue.put_nowait(_END)
+
+        task = asyncio.ensure_future(collect(tee(), profile=self.profile))
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    break
+                yield ChunkEvent(now(), step, attempt, item)
+            holder.append(await task)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def _tools(
+        self,
+        calls: Sequence[ToolCallBlock],
+        step: int,
+        signal: AbortSignal | None,
+        now: _Clock,
+        record: StepRecord,
+    ) -> AsyncIterator[AgentEvent]:
+        outcomes: dict[int, ToolOutcome] = {}
+        pending: dict[asyncio.Future[ToolOutcome], int] = {}
+        for i, call in enumerate(calls):
+            yield ToolCallEvent(now(), step, call)
+            pending[asyncio.ensure_future(self._call_tool(call, now))] = i
+        aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
+        try:
+            while pending:
+                waiting: set[asyncio.Future[Any]] = set(pending)
+                if aborted is not None:
+                    waiting.add(aborted)
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if aborted is not None and aborted in done:
+                    break
+                for task in done:
+                    i = pending.pop(task)
+                    outcomes[i] = task.result()
+                    yield ToolResultEvent(now(), step, outcomes[i])
+        finally:
+            for task in pending:
+                task.cancel()
+            if aborted is not None and not aborted.done():
+                aborted.cancel()
+        record.tools.extend(outcomes[i] for i in sorted(outcomes))
+
+    async def _call_tool(self, call: ToolCallBlock, now: _Clock) -> ToolOutcome:
+        start = now()
+        target = self.tools.get(call.name)
+        try:
+            if target is None:
+                known = ", ".join(sorted(self.tools)) or "none"
+                raise ToolArgumentsError(f"there is no tool named {call.name!r} (tools: {known})")
+            value = await target.invoke(call.arguments)
+            content, is_error = _render(value), False
+        except ToolArgumentsError as exc:
+            content, is_error = f"error: {exc}", True
+        except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
+            content, is_error = f"error: the tool raised {type(exc).__name__}: {exc}", True
+        if len(content) > _MAX_RESULT_CHARS:
+            content = content[:_MAX_RESULT_CHARS] + " …(cut)"
+        return ToolOutcome(call, content, is_error, now() - start)
+
+    def _record(
+        self,
+        result: StreamResult,
+        options: GenerateOptions,
+        run_id: str,
+        step: int,
+        attempt: int,
+        *,
+        final: bool,
+    ) -> None:
+        if self.log is None:
+            return
+        self.log.record(
+            result,
+            provider=options.provider,
+            model=options.model,
+            tags={"agent_run": run_id, "step": str(step)},
+            call_id=f"{run_id}-{step}",
+            attempt=attempt,
+            final=final,
+        )
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _failure_of(result: StreamResult) -> LlmError | None:
+    if result.error is not None:
+        return result.error
+    finish = result.finish
+    if finish is not None and finish.failure is not None:
+        return LlmError.from_failure(finish.failure)
+    return None
+
+
+def _aborted(signal: AbortSignal | None, failure: LlmError) -> bool:
+    return failure.code == "ABORTED" or (signal is not None and signal.aborted)
+
+
+def _abort_error(signal: AbortSignal, failure: LlmError | None) -> LlmError:
+    if failure is not None and failure.code == "ABORTED":
+        return failure
+    reason = signal.reason
+    return LlmError("the run was aborted" + (f" ({reason})" if reason is not None else ""), "ABORTED")
+
+
+async def _abortable(stream: AsyncIterator[AnyChunk], signal: AbortSignal | None) -> AsyncIterator[AnyChunk]:
+    """``stream``, cut short with ``LlmError`` ``ABORTED`` the moment ``signal`` fires."""
+    if signal is None:
+        async for chunk in stream:
+            yield chunk
+        return
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        while True:
+            step: asyncio.Future[AnyChunk] = asyncio.ensure_future(stream.__anext__())
+            await asyncio.wait({step, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                step.cancel()
+                with contextlib.suppress(BaseException):
+                    await step
+                raise LlmError("the request was aborted by the caller", "ABORTED")
+            try:
+                chunk = step.result()
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        if not aborted.done():
+            aborted.cancel()
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(BaseException):
+                await aclose()
