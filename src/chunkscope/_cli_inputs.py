@@ -1,0 +1,230 @@
+"""What ``chunkscope check`` and ``chunkscope show`` read: a recorded stream, from any file a user names.
+
+Two kinds of file are recognised by their first non-blank line:
+
+* a **recording** (``RecordingAdapter``'s JSONL): the header line
+  ``{"recording": "chunkscope", ...}``, then ``{"t", "chunk"}`` lines and maybe
+  one ``{"t", "error"}`` line;
+* a **chunk log** (``write_chunks`` / the TypeScript harness's JSONL): one chunk
+  object per line, each with a ``type``.
+
+:func:`detect_kind` is the one place that tells them apart, so another kind
+(a DeepSeek Harness session log) is one more branch there and one more reader in
+:data:`_READERS`. Every reader bounds what it reads: a file over
+:data:`MAX_BYTES`, a binary file, text that is not UTF-8, JSON nested too deep
+or a line that is not JSON is an :class:`InputError` — one sentence naming the
+file (and line), never a traceback.
+
+A line of a chunk log that is JSON but not a chunk is *not* an input error: it
+is kept as it came and the rule checker reports it as a ``schema`` violation
+at its position, as it would in a live stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from chunkscope import ChunkFileError, LlmError, LlmFailure, ReplayAdapter, StreamResult, collect
+
+__all__ = [
+    "MAX_BYTES",
+    "InputError",
+    "analyze",
+    "terse_errors",
+    "LoadedStream",
+    "detect_kind",
+    "load_stream",
+    "printable",
+    "replay_items",
+]
+
+MAX_BYTES = 256 * 1024 * 1024
+"""The largest file ``check``/``show`` read (256 MiB): a bigger one is refused, not half-read."""
+
+_MAX_DEPTH_NOTE = "JSON nested too deeply"
+
+
+class InputError(Exception):
+    """A file ``check``/``show`` cannot read; ``str()`` is one sentence naming the file (and line)."""
+
+
+@dataclass
+class LoadedStream:
+    """One recorded stream: its chunks as they came (dicts), times, metadata and recorded failure.
+
+    ``times`` are seconds since the request began (a recording), else None (a chunk log
+    has no clock). ``error`` is the failure a recording's stream raised, at ``error_t``.
+    """
+
+    path: str
+    kind: str
+    chunks: list[Any] = field(default_factory=list)
+    times: list[float] | None = None
+    header: dict[str, Any] = field(default_factory=dict)
+    error: LlmFailure | None = None
+    error_t: float | None = None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _read_text(path: str) -> str:
+    """The file's text: bounded in size, refused when binary or not UTF-8."""
+    try:
+        size = os.stat(path).st_size
+        if os.path.isdir(path):
+            raise InputError(f"{path}: is a directory, not a file")
+        if size > MAX_BYTES:
+            raise InputError(f"{path}: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except InputError:
+        raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:  # it grew while we looked
+        raise InputError(f"{path}: over the {MAX_BYTES:,}-byte limit")
+    if b"\x00" in data:
+        raise InputError(f"{path}: a binary file (it holds NUL bytes), not JSON lines")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}, line {line}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _loads(text: str, path: str, number: int) -> Any:
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise InputError(f"{path}, line {number}: {_MAX_DEPTH_NOTE}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}, line {number}: not valid JSON ({exc})") from None
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
+def detect_kind(first: Any) -> str | None:
+    """The kind of file whose first non-blank line parses to ``first``: ``"recording"``,
+    ``"chunks"``, or None when it is neither.
+    """
+    if not isinstance(first, dict):
+        return None
+    if first.get("recording") == "chunkscope":
+        return "recording"
+    if isinstance(first.get("type"), str):
+        return "chunks"
+    return None
+
+
+def _read_chunk_log(path: str, text: str) -> LoadedStream:
+    chunks = [_loads(line, path, number) for number, line in _lines(text)]
+    return LoadedStream(path=path, kind="chunks", chunks=chunks)
+
+
+def _read_recording(path: str, text: str) -> LoadedStream:
+    del text  # the recording format's own reader parses it, so the two cannot disagree
+    try:
+        recording = ReplayAdapter(path, speed=None).read()
+    except ChunkFileError as exc:
+        raise InputError(str(exc)) from None
+    except RecursionError:
+        raise InputError(f"{path}: {_MAX_DEPTH_NOTE}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read the recording ({exc})") from None
+    chunks: list[Any] = []
+    times: list[float] = []
+    for t, chunk in recording.entries:
+        chunks.append(chunk if isinstance(chunk, dict) else chunk.to_dict())
+        times.append(t)
+    return LoadedStream(
+        path=path,
+        kind="recording",
+        chunks=chunks,
+        times=times,
+        header=dict(recording.header),
+        error=recording.error,
+        error_t=recording.error_t,
+    )
+
+
+_READERS: dict[str, Callable[[str, str], LoadedStream]] = {
+    "chunks": _read_chunk_log,
+    "recording": _read_recording,
+}
+
+
+def load_stream(path: str | os.PathLike[str]) -> LoadedStream:
+    """Read one recorded stream from ``path``, whatever its kind; ``InputError`` if it cannot."""
+    name = os.fspath(path)
+    text = _read_text(name)
+    first = next(_lines(text), None)
+    if first is None:
+        raise InputError(f"{name}: empty file (no chunks, no recording header)")
+    kind = detect_kind(_loads(first[1], name, first[0]))
+    if kind is None:
+        raise InputError(
+            f"{name}, line {first[0]}: neither a chunkscope recording (header line) nor a chunk log "
+            "(an object with a 'type')"
+        )
+    return _READERS[kind](name, text)
+
+
+def replay_items(stream: LoadedStream) -> Iterator[Any]:
+    """The recorded chunks, then the recorded failure raised as ``LlmError`` (as the stream did)."""
+    yield from stream.chunks
+    if stream.error is not None:
+        raise LlmError.from_failure(stream.error)
+
+
+# C0/C1 controls (ESC starts terminal escape sequences), DEL, and the bidirectional overrides that
+# can reorder what a terminal shows: none of them may reach the terminal from a file's content.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """``text`` safe for a terminal: control characters shown as ``\\xNN`` escapes.
+
+    Newlines and tabs stay when ``newlines`` is true, else become ``⏎`` and a space.
+    """
+    out = _UNSAFE.sub(_escape, text)
+    if not newlines:
+        out = out.replace("\n", "⏎").replace("\t", " ")
+    return out
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def analyze(stream: LoadedStream, profile: str) -> StreamResult:
+    """Check and assemble a loaded stream under ``profile``, as ``collect`` does a live one.
+
+    A recorded failure ends it as the live stream ended (``result.error``), so a missing
+    finish after it is not reported: the error explains it.
+    """
+    return asyncio.run(collect(replay_items(stream), profile=profile))
+
+
+def terse_errors(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` report a bad argument as one line on stderr (and exit 2), not usage + error."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(2, f"{parser.prog}: {message} (see {parser.prog} --help)\n")
+
+    parser.error = error  # type: ignore[method-assign]
