@@ -101,8 +101,15 @@ def test_saved_protocol_notebook_keeps_every_final_timeline(tmp_path: Path) -> N
     rules = {v[1] for _, _, state in timelines for v in state["violations"]}
     assert set(cs.RULES) <= rules, f"rules never shown: {set(cs.RULES) - rules}"
 
-    # the last picture is the dropped connection: partial text kept, TRANSPORT on the badge
-    _, last_html, last = timelines[-1]
+    # the dropped connection: partial text kept, TRANSPORT on the badge
+    by_title = {state["title"]: (data, state) for _, data, state in timelines}
+    last_html, last = by_title["local provider · fault-drop"]
     assert last["status"] == "error" and last["error"]["code"] == "TRANSPORT"
     assert sum(1 for record in last["records"] if record[1] == "t") == 3
     assert "TRANSPORT" in last_html["text/html"]
+
+    # the self-test answers: the minimal text block is clean, usage after finish is flagged
+    _, minimal = by_title["self-test 1 · the minimal text block"]
+    assert (minimal["status"], len(minimal["records"]), minimal["violations"]) == ("done", 5, [])
+    _, swapped = by_title["self-test 2 · usage after finish"]
+    assert [(v[1], v[0]) for v in swapped["violations"]] == [("usage-missing", 3), ("finish-last", 4)]
