@@ -22,7 +22,7 @@ from typing import Any
 
 from chunkscope import PROFILES, StreamResult, Violation
 
-from ._cli_inputs import InputError, LoadedStream, analyze, load_stream, printable, terse_errors
+from ._cli_inputs import InputError, LoadedStream, analyze, load_stream, pipe_safe, printable, terse_errors
 
 __all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
 
@@ -159,4 +159,6 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         help="report format (default text)",
     )
     terse_errors(parser)
-    parser.set_defaults(func=lambda args: run_check(args.files, profile=args.profile, output=args.output))
+    parser.set_defaults(
+        func=lambda args: pipe_safe(lambda: run_check(args.files, profile=args.profile, output=args.output))
+    )

@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_BYTES",
     "InputError",
     "analyze",
+    "pipe_safe",
     "terse_errors",
     "LoadedStream",
     "detect_kind",
@@ -219,6 +221,24 @@ def analyze(stream: LoadedStream, profile: str) -> StreamResult:
     finish after it is not reported: the error explains it.
     """
     return asyncio.run(collect(replay_items(stream), profile=profile))
+
+
+def pipe_safe(run: Callable[[], int]) -> int:
+    """``run()``, but a reader that stopped reading (``| head``) ends it quietly with status 141.
+
+    141 is what a shell reports for a process killed by SIGPIPE; Python turns that signal
+    into ``BrokenPipeError``, which would otherwise end in a traceback.
+    """
+    try:
+        status = run()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # stdout is gone: point it at /dev/null so the interpreter's final flush stays quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
 
 
 def terse_errors(parser: argparse.ArgumentParser) -> None:

@@ -29,7 +29,7 @@ from rich.text import Text
 
 from chunkscope import ERROR_CODES, PROFILES, StreamResult, ToolCallBlock
 
-from ._cli_inputs import InputError, LoadedStream, analyze, load_stream, printable, terse_errors
+from ._cli_inputs import InputError, LoadedStream, analyze, load_stream, pipe_safe, printable, terse_errors
 
 __all__ = ["COLORS", "SHOW_HELP", "add_show_parser", "render", "run_show"]
 
@@ -281,4 +281,6 @@ def add_show_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--width", type=_width, default=None, metavar="N", help="columns (default: the terminal's)"
     )
     terse_errors(parser)
-    parser.set_defaults(func=lambda args: run_show(args.file, profile=args.profile, width=args.width))
+    parser.set_defaults(
+        func=lambda args: pipe_safe(lambda: run_show(args.file, profile=args.profile, width=args.width))
+    )

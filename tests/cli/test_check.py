@@ -273,3 +273,18 @@ def test_the_installed_command_never_prints_a_traceback(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr == f"chunkscope check: {binary}: a binary file (it holds NUL bytes), not JSON lines\n"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, make_log: MakeFile) -> None:
+    # `chunkscope check … --format json | head -1`: the pipe closes while the report is written
+    chunks = example() * 2000  # a long report: thousands of violations
+    path = make_log("long.jsonl", chunks)
+    env = {**os.environ, "PYTHONPATH": str(Path(cs.__file__).parents[1])}
+    command = [sys.executable, "-m", "chunkscope.cli", "check", str(path), "--format", "json"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline() == b"{\n"
+        process.stdout.close()
+        err = process.stderr.read().decode()
+        status = process.wait()
+    assert status == 141 and err == ""

@@ -150,3 +150,16 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["--help"])
     assert command in capsys.readouterr().out
+
+
+def test_the_readme_lists_every_subcommand(repo_root: Path) -> None:
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Command line") :].split("\n## ", 1)[0]
+    from chunkscope.cli import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "==SUPPRESS==" and getattr(a, "choices", None))
+    commands = set(action.choices)  # type: ignore[arg-type]
+    assert {"check", "record", "show"} <= commands
+    for command in commands:
+        assert f"`chunkscope {command}" in section, command
