@@ -6,7 +6,7 @@ Two kinds of file are recognised by their first non-blank line:
   ``{"recording": "chunkscope", ...}``, then ``{"t", "chunk"}`` lines and maybe
   one ``{"t", "error"}`` line;
 * a **chunk log** (``write_chunks`` / the TypeScript harness's JSONL): one chunk
-  object per line, each with a ``type``.
+  object per line, the first one with a chunk ``type``.
 
 :func:`detect_kind` is the one place that tells them apart, so another kind
 (a DeepSeek Harness session log) is one more branch there and one more reader in
@@ -51,6 +51,12 @@ MAX_BYTES = 256 * 1024 * 1024
 """The largest file ``check``/``show`` read (256 MiB): a bigger one is refused, not half-read."""
 
 _MAX_DEPTH_NOTE = "JSON nested too deeply"
+
+CHUNK_TYPES = frozenset(
+    {"block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"}
+)
+"""The ``type`` of a chunk log's first line. Only these: other JSONL files with a ``type`` field
+(a DeepSeek Harness session log starts with ``{"type": "session", ...}``) are not chunk logs."""
 
 
 class InputError(Exception):
@@ -128,7 +134,7 @@ def detect_kind(first: Any) -> str | None:
         return None
     if first.get("recording") == "chunkscope":
         return "recording"
-    if isinstance(first.get("type"), str):
+    if first.get("type") in CHUNK_TYPES:
         return "chunks"
     return None
 
@@ -181,7 +187,7 @@ def load_stream(path: str | os.PathLike[str]) -> LoadedStream:
     if kind is None:
         raise InputError(
             f"{name}, line {first[0]}: neither a chunkscope recording (header line) nor a chunk log "
-            "(an object with a 'type')"
+            "(a chunk object, such as {\"type\": \"block-start\", ...})"
         )
     return _READERS[kind](name, text)
 

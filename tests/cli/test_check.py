@@ -160,6 +160,9 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
     empty.write_text("\n\n", encoding="utf-8")
     other = tmp / "other.json"
     other.write_text('{"name": "not a stream"}\n', encoding="utf-8")
+    # another JSONL with a "type" (a DeepSeek Harness session log's header) is not read as chunks
+    session = tmp / "session.jsonl"
+    session.write_text('{"type": "session", "version": 0, "id": "s1"}\n', encoding="utf-8")
     version = tmp / "v9.jsonl"
     version.write_text('{"recording": "chunkscope", "version": 9}\n', encoding="utf-8")
     badline = tmp / "badline.jsonl"
@@ -176,6 +179,7 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
         "too-deep": (deep, "nested too deeply"),
         "empty": (empty, "empty file"),
         "not-a-stream": (other, "neither a chunkscope recording"),
+        "unknown-chunk-type": (session, "line 1: neither a chunkscope recording"),
         "recording-version": (version, "version 9 is not supported"),
         "recording-bad-line": (badline, "line 2: 't' must be seconds >= 0"),
     }
@@ -193,6 +197,7 @@ BAD = [
     "too-deep",
     "empty",
     "not-a-stream",
+    "unknown-chunk-type",
     "recording-version",
     "recording-bad-line",
 ]
