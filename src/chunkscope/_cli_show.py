@@ -49,6 +49,8 @@ COLORS: dict[str, str] = {
 _MARK = {"text": "T", "reasoning": "R", "tool-call": "F"}
 _PATTERN = {"text": "█", "reasoning": "▒", "tool-call": "▓"}
 _PREVIEW = 60
+MAX_ROWS = 100
+"""At most this many lanes and violation rows are drawn; the rest are counted ("… N more")."""
 _BLOCK_WIDTH = 16  # "F tool-call (open)" shortened: the letter, the kind and whether it closed
 
 
@@ -129,7 +131,7 @@ def _contents(lanes: list[_Lane], result: StreamResult) -> dict[int, Text]:
 def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> RenderableType:
     """The picture of one stream: a panel of lanes, then usage, finish, violations and error."""
     places, unit = _axis(stream, result)
-    span = places[-1] if places else 0.0
+    span = max(places) if places else 0.0
     lane_width = max(10, min(50, width - 64))
 
     title = Text(f"{printable(stream.path)}", style="bold")
@@ -157,7 +159,7 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
     lanes.add_column("content", overflow="ellipsis", no_wrap=True, max_width=content_width)
     found = _lanes(result.chunks)
     contents = _contents(found, result)
-    for lane in found:
+    for lane in found[:MAX_ROWS]:
         color = COLORS.get(lane.kind, "default")
         label = Text(_MARK.get(lane.kind, "?") + " ", style=f"bold {color}")
         label.append(printable(lane.kind)[:10] + ("" if lane.closed else " open"))
@@ -166,13 +168,20 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
         )
         content = contents.get(lane.index, Text(""))
         lanes.add_row(str(lane.index), label, f"{lane.first}-{lane.last}", bar, content)
+    if len(found) > MAX_ROWS:
+        lanes.add_row("", Text(f"… {len(found) - MAX_ROWS} more", style="dim"), "", "", "")
     if result.violations:
-        marks = Text(" " * lane_width)
+        columns: set[int] = set()
         for violation in result.violations:
             at = violation.position if violation.position is not None else len(result.chunks) - 1
             if 0 <= at < len(places):
-                column = int(places[at] / span * (lane_width - 1)) if span > 0 else 0
-                marks = marks[:column] + Text("!", style=f"bold {COLORS['error']}") + marks[column + 1 :]
+                columns.add(int(places[at] / span * (lane_width - 1)) if span > 0 else 0)
+        marks = Text()
+        for column in range(lane_width):
+            marks.append(
+                "!" if column in columns else " ",
+                style=f"bold {COLORS['error']}" if column in columns else "",
+            )
         lanes.add_row("", Text("! violation", style=COLORS["error"]), "", marks, "")
 
     parts: list[RenderableType] = [facts, lanes]
@@ -224,7 +233,7 @@ def _violation_table(result: StreamResult) -> Table:
     table.add_column("severity")
     table.add_column("rule", no_wrap=True)
     table.add_column("message")
-    for v in result.violations:
+    for v in result.violations[:MAX_ROWS]:
         style = COLORS["error"] if v.severity == "error" else "yellow"
         table.add_row(
             "end" if v.position is None else str(v.position),
@@ -232,6 +241,9 @@ def _violation_table(result: StreamResult) -> Table:
             Text(v.rule, style=f"bold {style}"),
             Text(printable(v.message)),
         )
+    if len(result.violations) > MAX_ROWS:
+        more = len(result.violations) - MAX_ROWS
+        table.add_row("", "", Text(f"… {more} more", style="dim"), Text("chunkscope check lists them all"))
     return table
 
 

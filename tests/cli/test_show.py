@@ -163,3 +163,22 @@ def test_the_readme_lists_every_subcommand(repo_root: Path) -> None:
     assert {"check", "record", "show"} <= commands
     for command in commands:
         assert f"`chunkscope {command}" in section, command
+
+
+def test_a_stream_with_many_blocks_and_violations_is_drawn_in_bounded_rows(make_log: MakeFile) -> None:
+    # 250 text blocks, each at a wrong index: 250 lanes, a violation per block-start
+    chunks = []
+    for n in range(250):
+        index = 2 * n + 1
+        chunks += [
+            {"type": "block-start", "index": index, "blockType": "text"},
+            {"type": "text-delta", "index": index, "text": f"w{n}"},
+            {"type": "block-end", "index": index, "block": {"type": "text", "text": f"w{n}"}},
+        ]
+    chunks += example()[7:]  # usage, and a tool-calls finish with no call: one more violation
+    text = drawn(make_log("many.jsonl", chunks), width=100)
+    lanes = [line for line in text.splitlines() if re.match(r"^│\s+\d+\s+T text", line)]
+    assert len(lanes) == _cli_show.MAX_ROWS
+    assert re.search(r"… 150 more\s", text)  # lanes
+    assert re.search(r"… 151 more\s+chunkscope check lists them all", text)  # violations
+    assert len(text.splitlines()) < 4 * _cli_show.MAX_ROWS  # lanes + violations (two lines each), not 750
