@@ -466,6 +466,10 @@ def test_adapter_debugging_notebook_runs_in_jupyterlab(lab: Lab) -> None:
     assert codes["RealAdapter · aborted after 3 words"] == "ABORTED"
     assert codes["replayed at the original timing"] is None
     lab.screenshot("adapter-notebook.png")
+    shots = {"rate-limit": "RealAdapter · fault-429", "skeleton": "HttpAdapter (the skeleton) · text"}
+    for name, title in shots.items():
+        timeline = live.filter(has=lab.page.locator(".cs-title", has_text=title))
+        lab.screenshot(f"adapter-notebook-{name}.png", timeline)
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
