@@ -83,9 +83,10 @@ def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str
 
 
 def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
-    """One file's report as JSON-ready data."""
+    """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
+    which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
     errors, warnings = _counts(result)
-    return {
+    report = {
         "path": stream.path,
         "kind": stream.kind,
         "profile": profile,
@@ -95,6 +96,8 @@ def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[st
         "violations": [v.to_dict() for v in result.violations],
         "error": None if result.error is None else result.error.failure.to_dict(),
     }
+    strict: dict[str, Any] = json.loads(json.dumps(report, default=str), parse_constant=str)
+    return strict
 
 
 def run_check(paths: list[str], *, profile: str = "strict", output: str = "text") -> int:
@@ -108,7 +111,6 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
             result = analyze(stream, profile)
             report = to_json(stream, result, profile)
             text = format_text(stream, result, profile) if output == "text" else ""
-            json.dumps(report, ensure_ascii=False)  # a value JSON cannot carry fails here, not half-printed
         except InputError as exc:
             print(f"chunkscope check: {printable(str(exc))}", file=sys.stderr)
             unreadable += 1
@@ -128,7 +130,8 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
             "files": reports,
             "unreadable": unreadable,
         }
-        print(json.dumps(document, ensure_ascii=False, indent=2))
+        # ASCII: any terminal or pipe carries it, and a lone surrogate read from a file stays escaped
+        print(json.dumps(document, indent=2, allow_nan=False))
     elif len(paths) > 1:
         print(f"{len(reports)} checked, {failed} with errors, {unreadable} unreadable")
     if unreadable:

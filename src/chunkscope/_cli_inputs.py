@@ -187,7 +187,7 @@ def load_stream(path: str | os.PathLike[str]) -> LoadedStream:
     if kind is None:
         raise InputError(
             f"{name}, line {first[0]}: neither a chunkscope recording (header line) nor a chunk log "
-            "(a chunk object, such as {\"type\": \"block-start\", ...})"
+            '(a chunk object, such as {"type": "block-start", ...})'
         )
     return _READERS[kind](name, text)
 
@@ -199,9 +199,10 @@ def replay_items(stream: LoadedStream) -> Iterator[Any]:
         raise LlmError.from_failure(stream.error)
 
 
-# C0/C1 controls (ESC starts terminal escape sequences), DEL, and the bidirectional overrides that
-# can reorder what a terminal shows: none of them may reach the terminal from a file's content.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (ESC starts terminal escape sequences), DEL, the bidirectional overrides that can
+# reorder what a terminal shows, and lone surrogates (JSON "\ud800" escapes; no encoding can print
+# them): none of them may reach the terminal from a file's content.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str, *, newlines: bool = False) -> str:

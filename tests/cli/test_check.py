@@ -293,3 +293,28 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, make_log: M
         err = process.stderr.read().decode()
         status = process.wait()
     assert status == 141 and err == ""
+
+
+def test_values_json_cannot_carry_still_give_a_strict_json_report(tmp_path: Path) -> None:
+    # a recording (its reader accepts NaN) with a NaN count and a lone surrogate in its error message
+    path = tmp_path / "odd.jsonl"
+    path.write_text(
+        '{"recording": "chunkscope", "version": 1, "provider": "p", "model": "m"}\n'
+        '{"t": 0.1, "chunk": {"type": "usage", "usage": {"inputTokens": NaN, "outputTokens": 1}}}\n'
+        '{"t": 0.2, "error": {"message": "bad \\ud800 byte", "code": "SERVER"}}\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(cs.__file__).parents[1])}
+    for output in ("json", "text"):
+        command = [sys.executable, "-m", "chunkscope.cli", "check", str(path), "--format", output]
+        done = subprocess.run(command, capture_output=True, env=env)
+        assert (done.returncode, done.stderr) == (1, b""), done.stderr.decode()
+        if output == "json":
+            refuse = lambda name: pytest.fail(f"{name} in the report")  # noqa: E731
+            document = json.loads(done.stdout, parse_constant=refuse)
+            (report,) = document["files"]
+            assert report["violations"][0]["rule"] == "schema"
+            assert report["violations"][0]["chunk"]["usage"]["inputTokens"] == "NaN"
+            assert report["error"] == {"message": "bad \ud800 byte", "code": "SERVER"}
+        else:
+            assert "the stream raised SERVER: bad \\ud800 byte" in done.stdout.decode()
