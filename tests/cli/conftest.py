@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _streams import write_log, write_recording
+from _cli_streams import write_log, write_recording
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _streams import broken, example
+from _cli_streams import broken, example
 
 import chunkscope as cs
 from chunkscope import _cli_inputs

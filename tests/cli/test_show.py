@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _streams import broken, example
+from _cli_streams import broken, example
 from rich.console import Console
 
 import chunkscope as cs
