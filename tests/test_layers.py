@@ -48,8 +48,10 @@ LIBRARIES: dict[str, set[str] | None] = {
 _TOP_LEVEL_LAYERS = {
     "cli.py": "cli",
     "_lab.py": "cli",
-    # the check / record / show subcommands and the input files they share
-    **dict.fromkeys(["_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py"], "cli"),
+    # the check / record / show subcommands, the input files they share, show's rich picture
+    **dict.fromkeys(
+        ["_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py"], "cli"
+    ),
     "testing.py": "testing",
 }
 

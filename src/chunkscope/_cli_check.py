@@ -18,11 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chunkscope import PROFILES, StreamResult, Violation
+from ._cli_inputs import (
+    PROFILE_CHOICES,
+    InputError,
+    LoadedStream,
+    analyze,
+    load_stream,
+    pipe_safe,
+    printable,
+    terse_errors,
+)
 
-from ._cli_inputs import InputError, LoadedStream, analyze, load_stream, pipe_safe, printable, terse_errors
+if TYPE_CHECKING:
+    from chunkscope import StreamResult, Violation
 
 __all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
 
@@ -150,7 +160,7 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument("files", nargs="+", metavar="FILE", help="a chunk log (JSONL) or a recording")
     parser.add_argument(
         "--profile",
-        choices=PROFILES,
+        choices=PROFILE_CHOICES,
         default="strict",
         help="strict: every rule (default); dsh: the TypeScript reference's own invariant",
     )

@@ -30,12 +30,16 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from chunkscope import ChunkFileError, LlmError, LlmFailure, ReplayAdapter, StreamResult, collect
+# The chunkscope layers load when a file is read, not at import: `chunkscope --help` and
+# `chunkscope lab` stay as quick to start as they were before these subcommands.
+if TYPE_CHECKING:
+    from chunkscope import LlmFailure, StreamResult
 
 __all__ = [
     "MAX_BYTES",
+    "PROFILE_CHOICES",
     "InputError",
     "analyze",
     "pipe_safe",
@@ -51,6 +55,10 @@ MAX_BYTES = 256 * 1024 * 1024
 """The largest file ``check``/``show`` read (256 MiB): a bigger one is refused, not half-read."""
 
 _MAX_DEPTH_NOTE = "JSON nested too deeply"
+
+PROFILE_CHOICES = ("strict", "dsh")
+"""``--profile`` choices: ``chunkscope.PROFILES``, spelled out so a parser needs no protocol import
+(tests/cli pins the two equal)."""
 
 CHUNK_TYPES = frozenset(
     {"block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"}
@@ -145,6 +153,8 @@ def _read_chunk_log(path: str, text: str) -> LoadedStream:
 
 
 def _read_recording(path: str, text: str) -> LoadedStream:
+    from chunkscope import ChunkFileError, ReplayAdapter
+
     del text  # the recording format's own reader parses it, so the two cannot disagree
     try:
         recording = ReplayAdapter(path, speed=None).read()
@@ -194,6 +204,8 @@ def load_stream(path: str | os.PathLike[str]) -> LoadedStream:
 
 def replay_items(stream: LoadedStream) -> Iterator[Any]:
     """The recorded chunks, then the recorded failure raised as ``LlmError`` (as the stream did)."""
+    from chunkscope import LlmError
+
     yield from stream.chunks
     if stream.error is not None:
         raise LlmError.from_failure(stream.error)
@@ -227,6 +239,8 @@ def analyze(stream: LoadedStream, profile: str) -> StreamResult:
     A recorded failure ends it as the live stream ended (``result.error``), so a missing
     finish after it is not reported: the error explains it.
     """
+    from chunkscope import collect
+
     return asyncio.run(collect(replay_items(stream), profile=profile))
 
 

@@ -23,18 +23,12 @@ import argparse
 import asyncio
 import os
 import sys
-
-from chunkscope import (
-    AnthropicAdapter,
-    GenerateOptions,
-    LlmAdapter,
-    OpenAICompatAdapter,
-    RecordingAdapter,
-    StreamResult,
-    collect,
-)
+from typing import TYPE_CHECKING
 
 from ._cli_inputs import printable, terse_errors
+
+if TYPE_CHECKING:  # the adapters load when a stream is recorded, not when the command starts
+    from chunkscope import GenerateOptions, LlmAdapter, StreamResult
 
 __all__ = ["KEY_ENV", "RECORD_HELP", "add_record_parser", "run_record"]
 
@@ -66,12 +60,16 @@ def _fail(message: str, key: str | None, status: int) -> int:
 
 
 def _adapter(wire: str, base_url: str, key: str, idle_timeout: float | None) -> LlmAdapter:
+    from chunkscope import AnthropicAdapter, OpenAICompatAdapter
+
     if wire == "anthropic":
         return AnthropicAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
     return OpenAICompatAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
 
 
 async def _record(adapter: LlmAdapter, path: str, options: GenerateOptions) -> StreamResult:
+    from chunkscope import RecordingAdapter, collect
+
     recorder = RecordingAdapter(adapter, path)
     try:
         return await collect(recorder.stream(options))
@@ -108,6 +106,8 @@ def run_record(
             pass
     except OSError as exc:
         return _fail(f"cannot write {output}: {exc.strerror or exc}", key, 2)
+    from chunkscope import GenerateOptions
+
     try:
         adapter = _adapter(wire, base_url, key, idle_timeout)
     except ValueError as exc:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +14,7 @@ from _cli_streams import broken, example
 from rich.console import Console
 
 import chunkscope as cs
-from chunkscope import _cli_show
+from chunkscope import _cli_inputs, _cli_render, _cli_show
 from chunkscope.cli import main
 
 MakeFile = Callable[..., Path]
@@ -119,8 +122,8 @@ def test_the_lane_colours_are_the_notebook_timelines() -> None:
         ("usage", "usage"),
     ):
         value = re.search(rf"--cs-{variable}:\s*(#[0-9a-f]{{6}})", light)
-        assert value is not None and _cli_show.COLORS[kind] == value.group(1), kind
-    assert re.search(rf"--cs-error:\s*{_cli_show.COLORS['error']}", light)
+        assert value is not None and _cli_render.COLORS[kind] == value.group(1), kind
+    assert re.search(rf"--cs-error:\s*{_cli_render.COLORS['error']}", light)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +181,19 @@ def test_a_stream_with_many_blocks_and_violations_is_drawn_in_bounded_rows(make_
     chunks += example()[7:]  # usage, and a tool-calls finish with no call: one more violation
     text = drawn(make_log("many.jsonl", chunks), width=100)
     lanes = [line for line in text.splitlines() if re.match(r"^│\s+\d+\s+T text", line)]
-    assert len(lanes) == _cli_show.MAX_ROWS
+    assert len(lanes) == _cli_render.MAX_ROWS
     assert re.search(r"… 150 more\s", text)  # lanes
     assert re.search(r"… 151 more\s+chunkscope check lists them all", text)  # violations
-    assert len(text.splitlines()) < 4 * _cli_show.MAX_ROWS  # lanes + violations (two lines each), not 750
+    assert len(text.splitlines()) < 4 * _cli_render.MAX_ROWS  # lanes + violations (two lines each), not 750
+
+
+def test_the_profile_choices_are_the_protocols() -> None:
+    assert _cli_inputs.PROFILE_CHOICES == cs.PROFILES
+
+
+def test_the_command_starts_without_loading_rich_or_the_adapters() -> None:
+    # `chunkscope lab` and `--help` must not pay for what only check/record/show use
+    probe = "import sys, chunkscope.cli; print(sorted({'rich', 'httpx', 'pydantic'} & set(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(Path(cs.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.strip() == "[]"
