@@ -25,7 +25,7 @@ from ._cli_inputs import (
     InputError,
     LoadedStream,
     analyze,
-    load_stream,
+    load_streams,
     pipe_safe,
     printable,
     terse_errors,
@@ -70,7 +70,7 @@ def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str
     """One file's report: a heading line, then one table row per violation."""
     kind = _KIND_NAMES.get(stream.kind, stream.kind)
     count = len(stream.chunks)
-    lines = [f"{printable(stream.path)}: {kind}, {count} chunks, profile {profile}: {_verdict(result)}"]
+    lines = [f"{printable(stream.name)}: {kind}, {count} chunks, profile {profile}: {_verdict(result)}"]
     if result.violations:
         rows = [
             (
@@ -98,6 +98,7 @@ def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[st
     errors, warnings = _counts(result)
     report = {
         "path": stream.path,
+        "label": stream.label,
         "kind": stream.kind,
         "profile": profile,
         "chunks": len(stream.chunks),
@@ -111,16 +112,20 @@ def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[st
 
 
 def run_check(paths: list[str], *, profile: str = "strict", output: str = "text") -> int:
-    """Check every file; print the report; return the exit status (0 clean, 1 violations, 2 unreadable)."""
+    """Check every stream of every file; print the report; return the exit status.
+
+    0: no error-severity violation; 1: some; 2: a file could not be read (the others are still checked).
+    """
     reports: list[dict[str, Any]] = []
     unreadable = 0
     failed = 0
     for path in paths:
         try:
-            stream = load_stream(path)
-            result = analyze(stream, profile)
-            report = to_json(stream, result, profile)
-            text = format_text(stream, result, profile) if output == "text" else ""
+            found = []
+            for stream in load_streams(path):
+                result = analyze(stream, profile)
+                text = format_text(stream, result, profile) if output == "text" else ""
+                found.append((to_json(stream, result, profile), text))
         except InputError as exc:
             print(f"chunkscope check: {printable(str(exc))}", file=sys.stderr)
             unreadable += 1
@@ -129,21 +134,22 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
             print(f"chunkscope check: {printable(path)}: JSON nested too deeply", file=sys.stderr)
             unreadable += 1
             continue
-        failed += report["errors"] > 0
-        if output == "text":
-            print(text)
-        reports.append(report)
+        for report, text in found:
+            failed += report["errors"] > 0
+            if output == "text":
+                print(text)
+            reports.append(report)
     if output == "json":
         document = {
             "profile": profile,
             "ok": failed == 0 and unreadable == 0,
-            "files": reports,
+            "streams": reports,
             "unreadable": unreadable,
         }
         # ASCII: any terminal or pipe carries it, and a lone surrogate read from a file stays escaped
         print(json.dumps(document, indent=2, allow_nan=False))
-    elif len(paths) > 1:
-        print(f"{len(reports)} checked, {failed} with errors, {unreadable} unreadable")
+    elif len(paths) > 1 or len(reports) > 1:
+        print(f"{len(reports)} streams checked, {failed} with errors, {unreadable} files unreadable")
     if unreadable:
         return 2
     return 1 if failed else 0

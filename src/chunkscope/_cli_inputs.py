@@ -1,4 +1,4 @@
-"""What ``chunkscope check`` and ``chunkscope show`` read: a recorded stream, from any file a user names.
+"""What ``chunkscope check`` and ``chunkscope show`` read: the recorded streams in any file a user names.
 
 Two kinds of file are recognised by their first non-blank line:
 
@@ -8,9 +8,11 @@ Two kinds of file are recognised by their first non-blank line:
 * a **chunk log** (``write_chunks`` / the TypeScript harness's JSONL): one chunk
   object per line, the first one with a chunk ``type``.
 
-:func:`detect_kind` is the one place that tells them apart, so another kind
-(a DeepSeek Harness session log) is one more branch there and one more reader in
-:data:`_READERS`. Every reader bounds what it reads: a file over
+:func:`detect_kind` is the one place that tells them apart, and a reader in
+:data:`_READERS` turns a file of each kind into the streams it holds (one for
+these two), so another kind — a DeepSeek Harness session log, one stream per
+step — is one more branch there and one more reader. Every file is bounded
+before any reader sees it: a file over
 :data:`MAX_BYTES`, a binary file, text that is not UTF-8, JSON nested too deep
 or a line that is not JSON is an :class:`InputError` — one sentence naming the
 file (and line), never a traceback.
@@ -46,7 +48,7 @@ __all__ = [
     "terse_errors",
     "LoadedStream",
     "detect_kind",
-    "load_stream",
+    "load_streams",
     "printable",
     "replay_items",
 ]
@@ -75,6 +77,8 @@ class InputError(Exception):
 class LoadedStream:
     """One recorded stream: its chunks as they came (dicts), times, metadata and recorded failure.
 
+    A file holds one or more (``load_streams``); ``name`` says which, for people.
+
     ``times`` are seconds since the request began (a recording), else None (a chunk log
     has no clock). ``error`` is the failure a recording's stream raised, at ``error_t``.
     """
@@ -82,10 +86,17 @@ class LoadedStream:
     path: str
     kind: str
     chunks: list[Any] = field(default_factory=list)
+    label: str = ""
+    """Which stream of the file this is, for files that hold several ("" when it holds one)."""
     times: list[float] | None = None
     header: dict[str, Any] = field(default_factory=dict)
     error: LlmFailure | None = None
     error_t: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The file, and the stream's label when it has one."""
+        return f"{self.path} [{self.label}]" if self.label else self.path
 
 
 def _refuse_constant(name: str) -> Any:
@@ -147,12 +158,12 @@ def detect_kind(first: Any) -> str | None:
     return None
 
 
-def _read_chunk_log(path: str, text: str) -> LoadedStream:
+def _read_chunk_log(path: str, text: str) -> list[LoadedStream]:
     chunks = [_loads(line, path, number) for number, line in _lines(text)]
-    return LoadedStream(path=path, kind="chunks", chunks=chunks)
+    return [LoadedStream(path=path, kind="chunks", chunks=chunks)]
 
 
-def _read_recording(path: str, text: str) -> LoadedStream:
+def _read_recording(path: str, text: str) -> list[LoadedStream]:
     from chunkscope import ChunkFileError, ReplayAdapter
 
     del text  # the recording format's own reader parses it, so the two cannot disagree
@@ -169,25 +180,28 @@ def _read_recording(path: str, text: str) -> LoadedStream:
     for t, chunk in recording.entries:
         chunks.append(chunk if isinstance(chunk, dict) else chunk.to_dict())
         times.append(t)
-    return LoadedStream(
-        path=path,
-        kind="recording",
-        chunks=chunks,
-        times=times,
-        header=dict(recording.header),
-        error=recording.error,
-        error_t=recording.error_t,
-    )
+    return [
+        LoadedStream(
+            path=path,
+            kind="recording",
+            chunks=chunks,
+            times=times,
+            header=dict(recording.header),
+            error=recording.error,
+            error_t=recording.error_t,
+        )
+    ]
 
 
-_READERS: dict[str, Callable[[str, str], LoadedStream]] = {
+# kind -> reader (path, the file's text) -> the streams it holds (a session log holds several)
+_READERS: dict[str, Callable[[str, str], list[LoadedStream]]] = {
     "chunks": _read_chunk_log,
     "recording": _read_recording,
 }
 
 
-def load_stream(path: str | os.PathLike[str]) -> LoadedStream:
-    """Read one recorded stream from ``path``, whatever its kind; ``InputError`` if it cannot."""
+def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
+    """Every recorded stream in ``path``, whatever its kind; ``InputError`` if it cannot be read."""
     name = os.fspath(path)
     text = _read_text(name)
     first = next(_lines(text), None)

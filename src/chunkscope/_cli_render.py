@@ -129,7 +129,7 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
     span = max(places) if places else 0.0
     lane_width = max(10, min(50, width - 64))
 
-    title = Text(f"{printable(stream.path)}", style="bold")
+    title = Text(printable(stream.name), style="bold")
     facts = Text()
     if stream.kind == "recording":
         header = stream.header

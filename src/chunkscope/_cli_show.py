@@ -14,7 +14,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ._cli_inputs import PROFILE_CHOICES, InputError, analyze, load_stream, pipe_safe, printable, terse_errors
+from ._cli_inputs import (
+    PROFILE_CHOICES,
+    InputError,
+    analyze,
+    load_streams,
+    pipe_safe,
+    printable,
+    terse_errors,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,10 +37,9 @@ SHOW_HELP = (
 def run_show(
     path: str, *, profile: str = "strict", width: int | None = None, console: Console | None = None
 ) -> int:
-    """Draw the stream in ``path``; return the exit status (2 when it cannot be read)."""
+    """Draw every stream in ``path``; return the exit status (2 when it cannot be read)."""
     try:
-        stream = load_stream(path)
-        result = analyze(stream, profile)
+        drawn = [(stream, analyze(stream, profile)) for stream in load_streams(path)]
     except InputError as exc:
         print(f"chunkscope show: {printable(str(exc))}", file=sys.stderr)
         return 2
@@ -44,7 +51,8 @@ def run_show(
     from ._cli_render import render
 
     out = console or Console(width=width, highlight=False)
-    out.print(render(stream, result, width=width or out.width))
+    for stream, result in drawn:
+        out.print(render(stream, result, width=width or out.width))
     return 0
 
 

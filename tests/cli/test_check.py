@@ -114,7 +114,7 @@ def test_json_format_is_one_machine_readable_document(
     assert (code, err) == (1, "")
     document = json.loads(out)
     assert document["ok"] is False and document["profile"] == "strict" and document["unreadable"] == 0
-    first, second = document["files"]
+    first, second = document["streams"]
     assert (first["path"], first["kind"], first["errors"], first["violations"]) == (
         str(clean),
         "recording",
@@ -134,7 +134,7 @@ def test_several_files_are_each_reported_then_summed_up(
 ) -> None:
     code, out, _ = run(capsys, str(make_log("a.jsonl", example())), str(make_log("b.jsonl", broken())))
     assert code == 1
-    assert out.splitlines()[-1] == "2 checked, 1 with errors, 0 unreadable"
+    assert out.splitlines()[-1] == "2 streams checked, 1 with errors, 0 files unreadable"
 
 
 # --- bad input: one line on stderr, exit 2, never a traceback -----------------------------------
@@ -313,9 +313,36 @@ def test_values_json_cannot_carry_still_give_a_strict_json_report(tmp_path: Path
         if output == "json":
             refuse = lambda name: pytest.fail(f"{name} in the report")  # noqa: E731
             document = json.loads(done.stdout, parse_constant=refuse)
-            (report,) = document["files"]
+            (report,) = document["streams"]
             assert report["violations"][0]["rule"] == "schema"
             assert report["violations"][0]["chunk"]["usage"]["inputTokens"] == "NaN"
             assert report["error"] == {"message": "bad \ud800 byte", "code": "SERVER"}
         else:
             assert "the stream raised SERVER: bad \\ud800 byte" in done.stdout.decode()
+
+
+def test_a_file_holding_several_streams_is_checked_and_drawn_stream_by_stream(
+    capsys: pytest.CaptureFixture[str], make_log: MakeFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the shape a multi-stream reader (a session log's steps) plugs into: one LoadedStream per stream
+    def two_steps(path: str, text: str) -> list[_cli_inputs.LoadedStream]:
+        return [
+            _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
+            _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
+        ]
+
+    monkeypatch.setitem(_cli_inputs._READERS, "chunks", two_steps)
+    path = make_log("session.jsonl", example())
+    code, out, _ = run(capsys, str(path))
+    assert code == 1
+    headings = [line for line in out.splitlines() if line.startswith(str(path))]
+    assert headings == [
+        f"{path} [step 1]: chunk log, 9 chunks, profile strict: clean",
+        f"{path} [step 2]: chunk log, 9 chunks, profile strict: 1 error, 1 warning",
+    ]
+    assert out.splitlines()[-1] == "2 streams checked, 1 with errors, 0 files unreadable"
+    code, out, _ = run(capsys, str(path), "--format", "json")
+    assert [(s["label"], s["errors"]) for s in json.loads(out)["streams"]] == [("step 1", 0), ("step 2", 1)]
+    assert main(["show", str(path), "--width", "100"]) == 0
+    drawn = capsys.readouterr().out
+    assert f"{path} [step 1]" in drawn and f"{path} [step 2]" in drawn and "finish-last" in drawn
