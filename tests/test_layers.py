@@ -61,7 +61,15 @@ LIBRARIES: dict[str, set[str] | None] = {
     "cli": None,
 }
 
-_TOP_LEVEL_LAYERS = {"cli.py": "cli", "_lab.py": "cli", "testing.py": "testing"}
+_TOP_LEVEL_LAYERS = {
+    "cli.py": "cli",
+    "_lab.py": "cli",
+    # the check / record / show subcommands, the input files they share, show's rich picture
+    **dict.fromkeys(
+        ["_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py"], "cli"
+    ),
+    "testing.py": "testing",
+}
 
 
 def layer_of_file(path: Path) -> str:

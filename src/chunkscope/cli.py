@@ -19,6 +19,9 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from chunkscope import __version__
+from chunkscope._cli_check import add_check_parser
+from chunkscope._cli_record import add_record_parser
+from chunkscope._cli_show import add_show_parser
 from chunkscope._lab import add_lab_parser
 from chunkscope.conformance._cli import add_conformance_parser
 
@@ -81,6 +84,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     add_serve_parser,
     add_lab_parser,
+    add_check_parser,
+    add_record_parser,
+    add_show_parser,
     add_conformance_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""

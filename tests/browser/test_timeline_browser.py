@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import chunkscope as cs
+
 if TYPE_CHECKING:
     from conftest import Lab
 
@@ -439,8 +441,35 @@ def test_protocol_tutorial_notebook_runs_in_jupyterlab(lab: Lab) -> None:
     assert len(states) >= 19, f"only {len(states)} timelines rendered"
     assert set(states) <= {"done", "error"}, states
     assert live.first.get_attribute("data-chunks") == "9"  # the seed's example stream
-    assert live.last.locator(".cs-error").get_attribute("data-code") == "TRANSPORT"
+    dropped = live.filter(has=lab.page.locator(".cs-title", has_text="local provider · fault-drop"))
+    assert dropped.locator(".cs-error").get_attribute("data-code") == "TRANSPORT"
     lab.screenshot("tutorial-notebook.png")
+
+
+def test_adapter_debugging_notebook_runs_in_jupyterlab(lab: Lab) -> None:
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "02-debug-an-adapter.ipynb"
+    lab.open(lab.copy_notebook(notebook))
+    lab.run_all()  # every cell asserts what its picture claims; fails with the traceback
+
+    live = lab.page.locator(LIVE)
+    titles = live.locator(".cs-title").all_text_contents()
+    states = live.evaluate_all("els => els.map(el => el.dataset.state)")
+    assert set(states) <= {"done", "error"}, states
+    badges = live.evaluate_all("els => els.map(el => el.querySelector('.cs-error')?.dataset.code ?? null)")
+    codes = dict(zip(titles, badges, strict=True))
+    assert codes["HttpAdapter (the skeleton) · text"] is None
+    faults = [name for name, scenario in cs.SCENARIOS.items() if scenario.fault]
+    for name in faults:  # every fault, through both adapters, with its code on the badge
+        expected = cs.SCENARIOS[name].expected_codes["openai"]  # type: ignore[index]
+        for adapter in ("RealAdapter", "OpenAICompatAdapter"):
+            assert codes[f"{adapter} · {name}"] == expected, (adapter, name)
+    assert codes["RealAdapter · aborted after 3 words"] == "ABORTED"
+    assert codes["replayed at the original timing"] is None
+    lab.screenshot("adapter-notebook.png")
+    shots = {"rate-limit": "RealAdapter · fault-429", "skeleton": "HttpAdapter (the skeleton) · text"}
+    for name, title in shots.items():
+        timeline = live.filter(has=lab.page.locator(".cs-title", has_text=title))
+        lab.screenshot(f"adapter-notebook-{name}.png", timeline)
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

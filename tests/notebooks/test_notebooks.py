@@ -22,6 +22,15 @@ CELL_TIMEOUT_S = 180  # two shared cores; the slowest cell starts a server and s
 
 pytestmark = pytest.mark.notebook
 
+REAL_KEYS = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels inherit no real key: a notebook's real-provider section must skip, never call out."""
+    for name in REAL_KEYS:
+        monkeypatch.delenv(name, raising=False)
+
 
 _executed: dict[Path, Any] = {}
 
@@ -101,8 +110,57 @@ def test_saved_protocol_notebook_keeps_every_final_timeline(tmp_path: Path) -> N
     rules = {v[1] for _, _, state in timelines for v in state["violations"]}
     assert set(cs.RULES) <= rules, f"rules never shown: {set(cs.RULES) - rules}"
 
-    # the last picture is the dropped connection: partial text kept, TRANSPORT on the badge
-    _, last_html, last = timelines[-1]
+    # the dropped connection: partial text kept, TRANSPORT on the badge
+    by_title = {state["title"]: (data, state) for _, data, state in timelines}
+    last_html, last = by_title["local provider · fault-drop"]
     assert last["status"] == "error" and last["error"]["code"] == "TRANSPORT"
     assert sum(1 for record in last["records"] if record[1] == "t") == 3
     assert "TRANSPORT" in last_html["text/html"]
+
+    # the self-test answers: the minimal text block is clean, usage after finish is flagged
+    _, minimal = by_title["self-test 1 · the minimal text block"]
+    assert (minimal["status"], len(minimal["records"]), minimal["violations"]) == ("done", 5, [])
+    _, swapped = by_title["self-test 2 · usage after finish"]
+    assert [(v[1], v[0]) for v in swapped["violations"]] == [("usage-before-finish", 4)]
+
+
+@pytest.mark.slow
+def test_saved_adapter_notebook_shows_each_step_fault_and_abort(tmp_path: Path) -> None:
+    saved = _execute(NOTEBOOKS_DIR / "02-debug-an-adapter.ipynb", tmp_path)
+    by_title = {state["title"]: (data, state) for _, data, state in _timelines(saved)}
+
+    # the skeleton: one finish, and the checker's verdict on it
+    _, skeleton = by_title["HttpAdapter (the skeleton) · text"]
+    assert len(skeleton["records"]) == 1
+    assert [(v[1], v[0]) for v in skeleton["violations"]] == [("finish-consistency", 0), ("usage-missing", 0)]
+
+    # the fixed adapter's replies are clean
+    for title in ("step 1 · text", "step 2 · tool-call", "step 2 · reasoning", "step 2 · parallel-tools"):
+        assert by_title[title][1]["status"] == "done" and by_title[title][1]["violations"] == [], title
+
+    # every fault scenario, through both adapters, with its code on the timeline
+    faults = [name for name, scenario in cs.SCENARIOS.items() if scenario.fault]
+    assert len(faults) >= 10
+    for name in faults:
+        code = cs.SCENARIOS[name].expected_codes["openai"]  # type: ignore[index]
+        for adapter in ("RealAdapter", "OpenAICompatAdapter"):
+            html, state = by_title[f"{adapter} · {name}"]
+            assert state["status"] == "error" and state["violations"] == [], (adapter, name)
+            assert code in html["text/html"], (adapter, name, code)
+            if state["error"] is not None:
+                assert state["error"]["code"] == code, (adapter, name)
+
+    # record, replay: the same chunks; abort: ABORTED with the partial text
+    recorded = by_title["recorded live (40 ms per event)"][1]
+    replayed = by_title["replayed at the original timing"][1]
+    assert [r[1:] for r in replayed["records"]] == [r[1:] for r in recorded["records"]]
+    for adapter in ("RealAdapter", "OpenAICompatAdapter"):
+        _, aborted = by_title[f"{adapter} · aborted after 3 words"]
+        assert aborted["error"]["code"] == "ABORTED"
+        assert sum(1 for record in aborted["records"] if record[1] == "t") == 3
+
+    # no key in the kernel: the real-endpoint section says it skipped, and drew nothing
+    last = [cell for cell in saved.cells if cell.cell_type == "code"][-1]
+    printed = "".join(output.get("text", "") for output in last.outputs)
+    assert printed.startswith("DEEPSEEK_API_KEY is not set: skipping the real DeepSeek endpoint")
+    assert not any(title.endswith("DeepSeek deepseek-chat") for title in by_title)

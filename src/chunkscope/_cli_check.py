@@ -1,0 +1,183 @@
+"""``chunkscope check FILE...``: the protocol rules over recorded streams, for people and for CI.
+
+Each file is a chunk log or a recording (see ``_cli_inputs``). Its violations are
+listed as a table — chunk position, chunk type, severity, rule id, message — or,
+with ``--format json``, as one JSON document on stdout.
+
+Exit status: **0** when no file breaks an error-severity rule (warnings such as
+``usage-missing`` are shown but do not fail: a provider that sends no usage is not
+a broken adapter); **1** when any file has an error-severity violation; **2** for
+bad arguments or a file that cannot be read (named on stderr, one line each; the
+other files are still checked). A recording whose stream raised (a recorded
+``LlmError``) is not a violation — raising with a code is what the protocol asks
+of a failing stream; its code is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._cli_inputs import (
+    PROFILE_CHOICES,
+    InputError,
+    LoadedStream,
+    analyze,
+    load_streams,
+    pipe_safe,
+    printable,
+    terse_errors,
+)
+
+if TYPE_CHECKING:
+    from chunkscope import StreamResult, Violation
+
+__all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
+
+CHECK_HELP = "check recorded streams (chunk logs or recordings) against the StreamChunk rules"
+
+_KIND_NAMES = {"chunks": "chunk log", "recording": "recording"}
+
+
+def _chunk_type(violation: Violation) -> str:
+    chunk = violation.chunk
+    kind = getattr(chunk, "type", None)
+    if kind is None and isinstance(chunk, dict):
+        kind = chunk.get("type")
+    return printable(str(kind))[:20] if isinstance(kind, str) else "-"
+
+
+def _counts(result: StreamResult) -> tuple[int, int]:
+    errors = len(result.errors)
+    return errors, len(result.violations) - errors
+
+
+def _verdict(result: StreamResult) -> str:
+    errors, warnings = _counts(result)
+    if not errors and not warnings:
+        return "clean"
+    parts = []
+    if errors:
+        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return ", ".join(parts)
+
+
+def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str:
+    """One file's report: a heading line, then one table row per violation."""
+    kind = _KIND_NAMES.get(stream.kind, stream.kind)
+    count = len(stream.chunks)
+    lines = [f"{printable(stream.name)}: {kind}, {count} chunks, profile {profile}: {_verdict(result)}"]
+    if result.violations:
+        rows = [
+            (
+                "end" if v.position is None else str(v.position),
+                _chunk_type(v),
+                v.severity,
+                v.rule,
+                printable(v.message),
+            )
+            for v in result.violations
+        ]
+        header = ("chunk", "type", "severity", "rule", "message")
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+        for row in [header, *rows]:
+            cells = [row[0].rjust(widths[0]), *(row[i].ljust(widths[i]) for i in range(1, 4)), row[4]]
+            lines.append("  " + "  ".join(cells).rstrip())
+    if result.error is not None:
+        lines.append(f"  the stream raised {result.error.code}: {printable(result.error.message)}")
+    return "\n".join(lines)
+
+
+def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
+    """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
+    which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
+    errors, warnings = _counts(result)
+    report = {
+        "path": stream.path,
+        "label": stream.label,
+        "kind": stream.kind,
+        "profile": profile,
+        "chunks": len(stream.chunks),
+        "errors": errors,
+        "warnings": warnings,
+        "violations": [v.to_dict() for v in result.violations],
+        "error": None if result.error is None else result.error.failure.to_dict(),
+    }
+    strict: dict[str, Any] = json.loads(json.dumps(report, default=str), parse_constant=str)
+    return strict
+
+
+def run_check(paths: list[str], *, profile: str = "strict", output: str = "text") -> int:
+    """Check every stream of every file; print the report; return the exit status.
+
+    0: no error-severity violation; 1: some; 2: a file could not be read (the others are still checked).
+    """
+    reports: list[dict[str, Any]] = []
+    unreadable = 0
+    failed = 0
+    for path in paths:
+        try:
+            found = []
+            for stream in load_streams(path):
+                result = analyze(stream, profile)
+                text = format_text(stream, result, profile) if output == "text" else ""
+                found.append((to_json(stream, result, profile), text))
+        except InputError as exc:
+            print(f"chunkscope check: {printable(str(exc))}", file=sys.stderr)
+            unreadable += 1
+            continue
+        except RecursionError:
+            print(f"chunkscope check: {printable(path)}: JSON nested too deeply", file=sys.stderr)
+            unreadable += 1
+            continue
+        for report, text in found:
+            failed += report["errors"] > 0
+            if output == "text":
+                print(text)
+            reports.append(report)
+    if output == "json":
+        document = {
+            "profile": profile,
+            "ok": failed == 0 and unreadable == 0,
+            "streams": reports,
+            "unreadable": unreadable,
+        }
+        # ASCII: any terminal or pipe carries it, and a lone surrogate read from a file stays escaped
+        print(json.dumps(document, indent=2, allow_nan=False))
+    elif len(paths) > 1 or len(reports) > 1:
+        print(f"{len(reports)} streams checked, {failed} with errors, {unreadable} files unreadable")
+    if unreadable:
+        return 2
+    return 1 if failed else 0
+
+
+def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkscope check``."""
+    parser = subparsers.add_parser(
+        "check",
+        help=CHECK_HELP,
+        description=CHECK_HELP
+        + ". Exit status: 0 clean (warnings allowed), 1 an error-severity violation, 2 unreadable input.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="a chunk log (JSONL) or a recording")
+    parser.add_argument(
+        "--profile",
+        choices=PROFILE_CHOICES,
+        default="strict",
+        help="strict: every rule (default); dsh: the TypeScript reference's own invariant",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        dest="output",
+        help="report format (default text)",
+    )
+    terse_errors(parser)
+    parser.set_defaults(
+        func=lambda args: pipe_safe(lambda: run_check(args.files, profile=args.profile, output=args.output))
+    )

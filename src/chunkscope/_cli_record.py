@@ -1,0 +1,208 @@
+"""``chunkscope record``: one real stream, through a real adapter, into a recording file.
+
+``chunkscope record --base-url URL --model M [--wire openai|anthropic] PROMPT -o FILE``
+sends PROMPT as one user message through ``OpenAICompatAdapter`` (the
+DeepSeek/OpenAI chat-completions wire) or ``AnthropicAdapter``, wrapped in
+``RecordingAdapter``, so FILE gets the header, every chunk with its time, and
+the error line if the stream failed. ``chunkscope show FILE`` draws it,
+``chunkscope check FILE`` judges it, ``ReplayAdapter(FILE)`` plays it again.
+
+The API key is read from the environment only — ``--api-key-env NAME``, else
+``DEEPSEEK_API_KEY`` or ``OPENAI_API_KEY`` (openai wire) / ``ANTHROPIC_API_KEY``
+(anthropic wire) — and never written to the file, printed, or put in an error
+message (a message that would hold it has it replaced first).
+
+Exit status: 0 the stream finished (whatever its finish kind); 1 the stream
+raised (its code is on stderr and in the recording's error line); 2 bad arguments,
+no key, or an output file that cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from ._cli_inputs import printable, terse_errors
+
+if TYPE_CHECKING:  # the adapters load when a stream is recorded, not when the command starts
+    from chunkscope import GenerateOptions, LlmAdapter, StreamResult
+
+__all__ = ["KEY_ENV", "RECORD_HELP", "add_record_parser", "run_record"]
+
+RECORD_HELP = "record one stream from a provider (key from the environment) into a recording file"
+
+KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("DEEPSEEK_API_KEY", "OPENAI_API_KEY"),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+}
+"""Where each wire's key is looked for, in order, when ``--api-key-env`` is not given."""
+
+_PROVIDER = {"openai": "deepseek", "anthropic": "anthropic"}
+
+
+def _find_key(wire: str, env_name: str | None) -> tuple[str | None, tuple[str, ...]]:
+    names = (env_name,) if env_name else KEY_ENV[wire]
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value, names
+    return None, names
+
+
+def _fail(message: str, key: str | None, status: int) -> int:
+    if key:  # redact before anything else touches the text
+        message = message.replace(key, "<redacted>")
+    print(f"chunkscope record: {printable(message)}", file=sys.stderr)
+    return status
+
+
+def _adapter(wire: str, base_url: str, key: str, idle_timeout: float | None) -> LlmAdapter:
+    from chunkscope import AnthropicAdapter, OpenAICompatAdapter
+
+    if wire == "anthropic":
+        return AnthropicAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
+    return OpenAICompatAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
+
+
+async def _record(adapter: LlmAdapter, path: str, options: GenerateOptions) -> StreamResult:
+    from chunkscope import RecordingAdapter, collect
+
+    recorder = RecordingAdapter(adapter, path)
+    try:
+        return await collect(recorder.stream(options))
+    finally:
+        await adapter.aclose()
+
+
+def run_record(
+    *,
+    base_url: str,
+    model: str,
+    prompt: str,
+    output: str,
+    wire: str = "openai",
+    api_key_env: str | None = None,
+    provider: str | None = None,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    idle_timeout: float | None = 60.0,
+) -> int:
+    """Record one stream into ``output``; print a one-line summary; return the exit status."""
+    key, names = _find_key(wire, api_key_env)
+    if key is None:
+        listed = " or ".join(f"${name}" for name in names)
+        return _fail(f"no API key: set {listed} (or name another variable with --api-key-env)", None, 2)
+    if not base_url.startswith(("http://", "https://")):
+        return _fail(f"--base-url must be an http(s) URL, not {base_url!r}", key, 2)
+    if idle_timeout is not None and not idle_timeout > 0:
+        return _fail("--idle-timeout must be > 0 seconds", key, 2)
+    if max_tokens is not None and max_tokens < 1:
+        return _fail("--max-tokens must be at least 1", key, 2)
+    try:  # fail before any request when the recording cannot be written
+        with open(output, "w", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return _fail(f"cannot write {output}: {exc.strerror or exc}", key, 2)
+    from chunkscope import GenerateOptions
+
+    try:
+        adapter = _adapter(wire, base_url, key, idle_timeout)
+    except ValueError as exc:
+        return _fail(str(exc), key, 2)
+    options = GenerateOptions(
+        provider=provider or _PROVIDER[wire],
+        model=model,
+        messages=[{"role": "user", "content": prompt}],
+        system=system,
+        max_tokens=max_tokens,
+    )
+    try:
+        result = asyncio.run(_record(adapter, output, options))
+    except KeyboardInterrupt:
+        return _fail(f"interrupted; what arrived is in {output}", key, 130)
+    chunks = len(result.chunks)
+    if result.error is not None:
+        return _fail(
+            f"the stream failed with {result.error.code} after {chunks} chunks: {result.error.message} "
+            f"(recorded in {output})",
+            key,
+            1,
+        )
+    finish = result.finish.kind if result.finish is not None else "none"
+    usage = (
+        f"usage in {result.usage.input_tokens} / out {result.usage.output_tokens}"
+        if result.usage is not None
+        else "no usage"
+    )
+    errors = len(result.errors)
+    print(
+        f"recorded {chunks} chunks to {printable(output)}: finish {finish}"
+        + (f" ({result.error_code})" if result.error_code else "")
+        + f", {usage}, {errors} violation{'s' if errors != 1 else ''}"
+        + (f" (chunkscope check {printable(output)})" if errors else "")
+    )
+    return 0
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkscope record``."""
+    parser = subparsers.add_parser(
+        "record",
+        help=RECORD_HELP,
+        description=RECORD_HELP
+        + ". Exit status: 0 recorded, 1 the stream failed (its error is recorded), 2 bad arguments.",
+    )
+    parser.add_argument("prompt", metavar="PROMPT", help="the user message to send")
+    parser.add_argument(
+        "--base-url", required=True, metavar="URL", help="the API root, e.g. https://api.deepseek.com"
+    )
+    parser.add_argument("--model", required=True, metavar="M", help="the model name")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the recording to write")
+    parser.add_argument(
+        "--wire",
+        choices=tuple(KEY_ENV),
+        default="openai",
+        help="openai: DeepSeek / OpenAI chat completions (default); anthropic: Anthropic Messages",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        default=None,
+        help="environment variable holding the key (default: DEEPSEEK_API_KEY or OPENAI_API_KEY; "
+        "ANTHROPIC_API_KEY for --wire anthropic)",
+    )
+    parser.add_argument("--provider", default=None, help="provider name recorded in the header")
+    parser.add_argument("--system", default=None, help="a system prompt")
+    parser.add_argument("--max-tokens", type=int, default=None, metavar="N")
+    parser.add_argument(
+        "--idle-timeout",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="seconds of silence before TIMEOUT",
+    )
+    terse_errors(parser)
+    parser.set_defaults(
+        func=lambda args: run_record(
+            base_url=args.base_url,
+            model=args.model,
+            prompt=args.prompt,
+            output=args.output,
+            wire=args.wire,
+            api_key_env=args.api_key_env,
+            provider=args.provider,
+            system=args.system,
+            max_tokens=args.max_tokens,
+            idle_timeout=args.idle_timeout,
+        )
+    )

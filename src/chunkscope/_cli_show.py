@@ -1,0 +1,79 @@
+"""``chunkscope show FILE``: a recorded stream drawn in the terminal, with rich (``_cli_render``).
+
+One lane per block in the notebook timeline's colours, usage, finish, the
+violations with their chunk positions and rule ids, and the error code; see
+``_cli_render`` for the picture. rich loads only when a file is drawn.
+
+Exit status: 0 drawn (whatever the stream did; ``check`` is the judge), 2 bad
+arguments or a file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from ._cli_inputs import (
+    PROFILE_CHOICES,
+    InputError,
+    analyze,
+    load_streams,
+    pipe_safe,
+    printable,
+    terse_errors,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["SHOW_HELP", "add_show_parser", "run_show"]
+
+SHOW_HELP = (
+    "draw a recorded stream (chunk log or recording) in the terminal: lanes, usage, finish, violations"
+)
+
+
+def run_show(
+    path: str, *, profile: str = "strict", width: int | None = None, console: Console | None = None
+) -> int:
+    """Draw every stream in ``path``; return the exit status (2 when it cannot be read)."""
+    try:
+        drawn = [(stream, analyze(stream, profile)) for stream in load_streams(path)]
+    except InputError as exc:
+        print(f"chunkscope show: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"chunkscope show: {printable(path)}: JSON nested too deeply", file=sys.stderr)
+        return 2
+    from rich.console import Console
+
+    from ._cli_render import render
+
+    out = console or Console(width=width, highlight=False)
+    for stream, result in drawn:
+        out.print(render(stream, result, width=width or out.width))
+    return 0
+
+
+def _width(text: str) -> int:
+    value = int(text)
+    if value < 40:
+        raise ValueError(text)
+    return value
+
+
+def add_show_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkscope show``."""
+    parser = subparsers.add_parser("show", help=SHOW_HELP, description=SHOW_HELP)
+    parser.add_argument("file", metavar="FILE", help="a chunk log (JSONL) or a recording")
+    parser.add_argument(
+        "--profile", choices=PROFILE_CHOICES, default="strict", help="rule profile (default strict)"
+    )
+    parser.add_argument(
+        "--width", type=_width, default=None, metavar="N", help="columns (default: the terminal's)"
+    )
+    terse_errors(parser)
+    parser.set_defaults(
+        func=lambda args: pipe_safe(lambda: run_show(args.file, profile=args.profile, width=args.width))
+    )
