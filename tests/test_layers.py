@@ -64,9 +64,13 @@ LIBRARIES: dict[str, set[str] | None] = {
 _TOP_LEVEL_LAYERS = {
     "cli.py": "cli",
     "_lab.py": "cli",
-    # the check / record / show subcommands, the input files they share, show's rich picture
+    # the check / record / show / usage subcommands, the input files they share, show's rich picture
     **dict.fromkeys(
-        ["_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py"], "cli"
+        [
+            "_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py",
+            "_cli_usage.py",
+        ],
+        "cli",
     ),
     "testing.py": "testing",
 }

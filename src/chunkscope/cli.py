@@ -20,8 +20,10 @@ from types import FrameType
 
 from chunkscope import __version__
 from chunkscope._cli_check import add_check_parser
+from chunkscope._cli_inputs import terse_errors
 from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
+from chunkscope._cli_usage import add_usage_parser
 from chunkscope._lab import add_lab_parser
 from chunkscope.conformance._cli import add_conformance_parser
 
@@ -87,6 +89,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_check_parser,
     add_record_parser,
     add_show_parser,
+    add_usage_parser,
     add_conformance_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""
@@ -102,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for register in SUBCOMMANDS:
         register(subparsers)
+    # `chunkscope frob`, `chunkscope --frob`: one line on stderr and exit 2, not the usage dump
+    terse_errors(parser)
     return parser
 
 

@@ -115,10 +115,14 @@ def errors_by_code(frame: Any, by: Sequence[str]) -> pd.DataFrame:
     """Failed attempts per group and error code, one ``errors_<CODE>`` column per code."""
     keys = list(by)
     failed = frame[frame["error_code"].notnull()]
-    counts = _materialize(failed.groupby([*keys, "error_code"], observed=True).size())
+    code = "error_code"
+    if code in keys:  # grouped by code already: count under a second name, one index level each
+        code = "_error_code"
+        failed = failed.assign(**{code: failed["error_code"]})
+    counts = _materialize(failed.groupby([*keys, code], observed=True).size())
     if len(counts) == 0:
         return pd.DataFrame()  # no column: nothing failed
-    table = counts.unstack("error_code", fill_value=0)
+    table = counts.unstack(code, fill_value=0)
     table.columns = [f"errors_{code}" for code in table.columns.astype(str)]
     return table.sort_index(axis=1)
 

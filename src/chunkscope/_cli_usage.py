@@ -1,0 +1,316 @@
+"""``chunkscope usage FILES...``: the usage summary of recorded streams, as a table or a file.
+
+Each file is read by ``_cli_inputs`` (bounded, refused with one sentence when it
+cannot be read) and must carry a provider and a model: a recording (its header
+names them). Every stream becomes one attempt of a usage frame (``UsageLog``),
+costs come from ``--prices`` (a ``PriceTable`` file, ``.toml`` or ``.json``), and
+``chunkscope.summary`` groups it ``--by`` the named frame columns.
+
+Output: a rich table on stdout (the main figures of each group), or with
+``-o OUT.csv`` / ``-o OUT.parquet`` every column of the summary written to that
+file (index columns included).
+
+Exit status: 0 summarised; 2 bad arguments or any file that cannot be read — each
+such file named on stderr, one line each, and no summary (a total that silently
+leaves a file out would be wrong).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ._cli_inputs import InputError, LoadedStream, analyze, load_streams, pipe_safe, printable, terse_errors
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+__all__ = ["USAGE_HELP", "add_usage_parser", "build_frame", "run_usage"]
+
+USAGE_HELP = "the usage summary (calls, errors by code, tokens, cache hits, cost, latency) of recordings"
+
+_USABLE_KINDS = ("recording",)
+"""File kinds that name their provider and model (a chunk log names neither)."""
+
+_OUTPUT_SUFFIXES = (".csv", ".parquet")
+
+
+class UsageArgumentError(Exception):
+    """A ``--by``, ``--prices`` or ``-o`` value that cannot be used; ``str()`` is one sentence."""
+
+
+def _started_at(header: dict[str, Any]) -> float | None:
+    value = header.get("started")
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
+    """One stream as one attempt of ``log``, with the recording's own clock."""
+    result = analyze(stream, "strict")
+    if stream.times is not None:
+        times = stream.times
+        result.timings.first_chunk_s = times[0] if times else None
+        result.timings.chunk_times = list(times)
+        ends = [*times, stream.error_t] if stream.error_t is not None else times
+        result.timings.total_s = max(ends) if ends else 0.0
+    result.timings.started_at = _started_at(stream.header)
+    log.record(
+        result,
+        provider=str(stream.header.get("provider") or "unknown"),
+        model=str(stream.header.get("model") or "unknown"),
+        call_id=call_id,
+    )
+
+
+def _call_id(path: str, stream: LoadedStream) -> str:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return f"{stem}:{stream.label}" if stream.label else stem
+
+
+def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The usage frame of every stream in ``paths`` (one attempt each) and the problems met.
+
+    A problem is one sentence per file that could not be used; the frame holds the others.
+    """
+    from chunkscope import UsageLog
+
+    log = UsageLog()
+    problems: list[str] = []
+    for path in paths:
+        try:
+            streams = load_streams(path)
+            unusable = [s for s in streams if s.kind not in _USABLE_KINDS]
+            if unusable:
+                raise InputError(
+                    f"{path}: a chunk log names no provider or model; usage reads recordings "
+                    "(chunkscope record, RecordingAdapter)"
+                )
+            for stream in streams:
+                _record(log, stream, _call_id(path, stream))
+        except InputError as exc:
+            problems.append(str(exc))
+        except RecursionError:
+            problems.append(f"{path}: JSON nested too deeply")
+    return log.to_frame(), problems
+
+
+def _keys(by: str) -> list[str]:
+    from chunkscope.usage import COLUMNS
+
+    keys = [key.strip() for key in by.split(",") if key.strip()]
+    unknown = [key for key in keys if key not in COLUMNS]
+    if unknown:
+        choices = "provider, model, finish, error_code, tags, call_id, ..."
+        raise UsageArgumentError(
+            f"--by: no column {', '.join(map(repr, unknown))} in a usage frame ({choices})"
+        )
+    if len(set(keys)) != len(keys):
+        raise UsageArgumentError(f"--by: a column named twice ({by!r})")
+    return keys
+
+
+def _prices(path: str) -> Any:
+    from chunkscope import PriceTable
+
+    try:
+        return PriceTable.load(path)
+    except OSError as exc:
+        raise UsageArgumentError(f"--prices {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise UsageArgumentError(f"--prices {path}: not UTF-8 text") from None
+    except ValueError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else "not a price table"
+        raise UsageArgumentError(f"--prices {path}: {message}") from None
+
+
+def _check_output(out: str | None) -> None:
+    if out is None:
+        return
+    if os.path.splitext(out)[1].lower() not in _OUTPUT_SUFFIXES:
+        raise UsageArgumentError(f"-o {out}: write a .csv or a .parquet file")
+    folder = os.path.dirname(out) or "."
+    if not os.path.isdir(folder):
+        raise UsageArgumentError(f"-o {out}: no directory {folder}")
+
+
+def _write(table: pd.DataFrame, out: str) -> None:
+    flat = table.reset_index()
+    if out.lower().endswith(".csv"):
+        flat.to_csv(out, index=False)
+    else:
+        flat.to_parquet(out, index=False, engine="pyarrow")
+
+
+def _missing(value: Any) -> bool:
+    import pandas as pd
+
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def _number(value: Any, *, digits: int = 0, percent: bool = False) -> str:
+    if _missing(value):
+        return "-"
+    if percent:
+        return f"{float(value) * 100:.1f}%"
+    if digits:
+        return f"{float(value):.{digits}f}"
+    return f"{int(value):,}"
+
+
+def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
+    """The summary's main figures as rich renderables: a table, one row per group, then one
+    line per group that had failures with its errors by code."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    keys = [name or "group" for name in table.index.names]
+    currency = ""
+    if "currency" in frame.columns:
+        seen = [str(c) for c in frame["currency"].dropna().unique()]
+        currency = seen[0] if len(seen) == 1 else ""
+    out = Table(
+        title=f"usage of {len(frame)} attempts",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for key in keys:
+        out.add_column(key, no_wrap=True)
+    for _, title in _TABLE_COLUMNS:
+        title = f"{title} {currency}" if title == "cost" and currency else title
+        out.add_column(title, justify="right", min_width=len(title), no_wrap=True)
+    codes = [c for c in table.columns if c.startswith("errors_")]
+    notes: list[Text] = []
+    for index, row in table.iterrows():
+        values = index if isinstance(index, tuple) else (index,)
+        group = ["-" if _missing(v) else printable(str(v)) for v in values]
+        cells = list(group)
+        for name, _ in _TABLE_COLUMNS:
+            if name == "cache_hit_rate":
+                cells.append(_number(row[name], percent=True))
+            elif name == "cost":
+                cells.append(_number(row[name], digits=6))
+            elif name.endswith("_s"):
+                cells.append(_number(row[name], digits=2))
+            else:
+                cells.append(_number(row[name]))
+        out.add_row(*cells)
+        errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
+        if errors:
+            notes.append(Text(f"errors by code, {' '.join(group)}: {', '.join(errors)}"))
+    return Group(out, *notes)
+
+
+_TABLE_COLUMNS = (
+    ("calls", "calls"),
+    ("retries", "retries"),
+    ("failed_calls", "failed"),
+    ("input_tokens", "in"),
+    ("output_tokens", "out"),
+    ("cache_hit_rate", "cache"),
+    ("cost", "cost"),
+    ("duration_p50_s", "p50 s"),
+)
+"""The summary columns the table shows (every one goes to ``-o``), with their headings."""
+
+
+def run_usage(
+    paths: list[str],
+    *,
+    by: str = "provider,model",
+    prices: str | None = None,
+    out: str | None = None,
+    console: Console | None = None,
+) -> int:
+    """Summarise ``paths``; print the table or write ``out``; return the exit status."""
+    try:
+        keys = _keys(by)
+        table_of_prices = _prices(prices) if prices is not None else None
+        _check_output(out)
+    except UsageArgumentError as exc:
+        print(f"chunkscope usage: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    frame, problems = build_frame(paths)
+    if problems:
+        for problem in problems:
+            print(f"chunkscope usage: {printable(problem)}", file=sys.stderr)
+        print(
+            f"chunkscope usage: {len(problems)} of {len(paths)} files unreadable; no summary", file=sys.stderr
+        )
+        return 2
+    from chunkscope import UnpricedModelWarning, summary
+
+    if table_of_prices is not None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnpricedModelWarning)
+            frame = table_of_prices.add_costs(frame)
+        for warning in caught:
+            print(f"chunkscope usage: note: {printable(str(warning.message))}", file=sys.stderr)
+    table = summary(frame, by=keys)
+    if out is not None:
+        try:
+            _write(table, out)
+        except OSError as exc:
+            print(
+                f"chunkscope usage: -o {printable(out)}: cannot write it ({exc.strerror or exc})",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"{len(table)} groups of {len(frame)} attempts written to {printable(out)}")
+        return 0
+    from rich.console import Console
+
+    (console or Console(highlight=False)).print(render_table(table, frame))
+    return 0
+
+
+def add_usage_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkscope usage``."""
+    parser = subparsers.add_parser(
+        "usage",
+        help=USAGE_HELP,
+        description=USAGE_HELP
+        + ". Exit status: 0 summarised, 2 bad arguments or a file that cannot be read (then no summary).",
+    )
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="a recording (chunkscope record, RecordingAdapter)"
+    )
+    parser.add_argument(
+        "--by",
+        default="provider,model",
+        metavar="COLUMNS",
+        help="usage-frame columns to group by, comma-separated (default provider,model; '' for one row)",
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        default=None,
+        help="a PriceTable file (.toml or .json) for the cost column",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        dest="out",
+        metavar="OUT",
+        default=None,
+        help="write every summary column to OUT.csv or OUT.parquet instead of printing a table",
+    )
+    terse_errors(parser)
+    parser.set_defaults(
+        func=lambda args: pipe_safe(
+            lambda: run_usage(args.files, by=args.by, prices=args.prices, out=args.out)
+        )
+    )
