@@ -90,6 +90,18 @@ def _timelines(nb: Any) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     return found
 
 
+def _grids(nb: Any) -> dict[str, dict[str, Any]]:
+    """The saved picture (``grid_state``) of each conformance grid in the notebook, by adapter name."""
+    states = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    found = {}
+    for model in states.values():
+        grid = model.get("state", {}).get("_grid")
+        if grid:
+            picture = json.loads(grid)
+            found[picture["headline"].split()[0]] = picture
+    return found
+
+
 @pytest.mark.slow
 def test_saved_protocol_notebook_keeps_every_final_timeline(tmp_path: Path) -> None:
     saved = _execute(NOTEBOOKS_DIR / "01-streamchunk-protocol.ipynb", tmp_path)
@@ -158,6 +170,26 @@ def test_saved_adapter_notebook_shows_each_step_fault_and_abort(tmp_path: Path) 
         _, aborted = by_title[f"{adapter} · aborted after 3 words"]
         assert aborted["error"]["code"] == "ABORTED"
         assert sum(1 for record in aborted["records"] if record[1] == "t") == 3
+
+    # the conformance kit: step 3's grid red in the named cells, step 4's and the reference's green
+    grids = _grids(saved)
+    assert set(grids) == {"RealAdapter", "ConformingAdapter"}, list(grids)
+    red, green = grids["RealAdapter"], grids["ConformingAdapter"]
+    assert not red["ok"] and green["ok"]
+    assert red["headline"].startswith("RealAdapter does not conform on the openai wire")
+    red_rows = {row["name"] for row in red["rows"] if not row["ok"]}
+    assert red_rows == {
+        "interleaved-tools",
+        "dialect-content-parts",
+        "dialect-reasoning-details",
+        "dialect-xai-usage",
+        "dialect-done-no-blank-line",
+        "abort",
+    }
+    assert green["headline"].startswith("ConformingAdapter conforms on the openai wire: 36/36 cases clean")
+    assert all(row["ok"] for row in green["rows"]) and len(green["rows"]) == len(red["rows"])
+    printed = "".join(output.get("text", "") for cell in saved.cells for output in cell.get("outputs", []))
+    assert "OpenAICompatAdapter conforms on the openai wire" in printed
 
     # no key in the kernel: the real-endpoint section says it skipped, and drew nothing
     last = [cell for cell in saved.cells if cell.cell_type == "code"][-1]
