@@ -58,6 +58,7 @@ read itself decodes and validates every line but builds no chunk models.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -116,7 +117,9 @@ class DshLogError(ValueError):
     ``aborted`` finish).
     """
 
-    def __init__(self, message: str, path: str, line: int, code: str, session: DshSession | None = None) -> None:
+    def __init__(
+        self, message: str, path: str, line: int, code: str, session: DshSession | None = None
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.line = line
@@ -174,7 +177,7 @@ class DshAttempt:
 
     @property
     def call_id(self) -> str:
-        """Groups the attempts of one call: ``<session>:<turn>:<step>`` (compactions: ``…:compaction:<n>``)."""
+        """Groups the attempts of one call: ``<session>:<turn>:<step>`` (``…:compaction:<line>``)."""
         if self.kind == "compaction":
             return f"{self.session_id}:compaction:{self.line}"
         return f"{self.session_id}:{self.turn}:{self.step}"
@@ -192,10 +195,9 @@ class DshAttempt:
         assembler = BlockAssembler()
         push = assembler.push
         for chunk in chunks:
-            try:
+            # A non-chunk is kept as it came (check() reported it as schema); nothing to assemble.
+            with contextlib.suppress(ValidationError):
                 push(chunk)
-            except ValidationError:  # not a chunk: kept as it came, check() reported it as schema
-                pass
         usage = assembler.usage
         if usage is None and self.message is not None:
             usage = _message_usage(self.message)
@@ -221,7 +223,9 @@ class DshAttempt:
 
     def __repr__(self) -> str:
         flags = "".join(
-            f", {name}" for name in ("synthesized", "interrupted", "usage_from_message") if getattr(self, name)
+            f", {name}"
+            for name in ("synthesized", "interrupted", "usage_from_message")
+            if getattr(self, name)
         )
         return (
             f"DshAttempt({self.call_id} #{self.attempt}, {self.provider}/{self.model}, "
@@ -337,12 +341,15 @@ class _ZstdFrames(io.RawIOBase):
         self._in_frame = False
         self._pending = b""
         self._offset = 0
+        self._error: _Corrupt | None = None  # raised once the output before it has been read
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
         while self._offset >= len(self._pending):
+            if self._error is not None:
+                raise self._error
             data = self._source.read(_FEED)
             if not data:
                 if self._in_frame:
@@ -362,7 +369,8 @@ class _ZstdFrames(io.RawIOBase):
             try:
                 out.append(self._obj.decompress(data))
             except self._zstd.ZstdError as exc:
-                raise _Corrupt(f"the zstd stream is corrupt ({exc})") from None
+                self._error = _Corrupt(f"the zstd stream is corrupt ({exc})")
+                break
             self._in_frame = True
             if not self._obj.eof:
                 break
@@ -552,7 +560,11 @@ class _Reader:
             )
         if _too_deep(obj):
             raise DshLogError(
-                f"{self.path}, line 1: the header nests deeper than {MAX_DEPTH}", self.path, 1, "too-deep", None
+                f"{self.path}, line 1: the header nests deeper than {MAX_DEPTH}",
+                self.path,
+                1,
+                "too-deep",
+                None,
             )
         self.session.header = obj
         sid = obj.get("id")
@@ -630,7 +642,9 @@ class _Reader:
         ):
             raise _BadRecord(f"a {kind} row needs integer turn, step, index, a non-empty text list and dt")
         if len(dt) != len(texts) - 1:
-            raise _BadRecord(f"a {kind} row of {len(texts)} members needs {len(texts) - 1} dt gaps, not {len(dt)}")
+            raise _BadRecord(
+                f"a {kind} row of {len(texts)} members needs {len(texts) - 1} dt gaps, not {len(dt)}"
+            )
         if not set(map(type, texts)) <= _STR:
             raise _BadRecord(f"a {kind} row's texts must all be strings")
         if dt and not set(map(type, dt)) <= _NUMBER:
@@ -652,7 +666,12 @@ class _Reader:
     def _close(self, attempt: DshAttempt, time: Any, *, code: str = "ABORTED", message: str = "") -> None:
         """End an attempt the log left open with a synthesized finish."""
         failure = {"code": code, "message": message or "the log records no finish for this attempt"}
-        attempt._items.append((time if _is_time(time) else None, {"type": "finish", "reason": {"kind": "aborted", "failure": failure}}))
+        attempt._items.append(
+            (
+                time if _is_time(time) else None,
+                {"type": "finish", "reason": {"kind": "aborted", "failure": failure}},
+            )
+        )
         attempt._finished = True
         attempt.synthesized = True
         if _is_time(time):
@@ -900,6 +919,8 @@ def _message_usage(data: dict[str, Any]) -> TokenUsage | None:
     return parsed.usage if isinstance(parsed, Usage) else None
 
 
+_NO_TIME = float("-inf")
+
 _DELTA_OF_ROW: dict[str, tuple[type[Any], str]] = {
     "text-chunks": (TextDelta, "text-delta"),
     "reasoning-chunks": (ReasoningDelta, "reasoning-delta"),
@@ -913,7 +934,7 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None]]:
     add = chunks.append
     mark = times.append
     adjusted = False
-    last = float("-inf")
+    last = _NO_TIME
     for item in attempt._items:
         if len(item) == 2:
             t, obj = item
@@ -921,6 +942,8 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None]]:
                 add(parse_chunk(obj))
             except ValidationError:
                 add(obj)
+            if t is None and last != _NO_TIME:
+                t = last  # a synthesized finish with no time of its own: when the log last spoke
             if t is not None:
                 if t < last:
                     t = last
@@ -1012,4 +1035,3 @@ def iter_dsh_paths(pattern: str | os.PathLike[str]) -> Iterator[str]:
     else:
         found = glob.glob(text, recursive=True)
     yield from sorted(found)
-

@@ -23,7 +23,11 @@ from chunkscope.protocol import BlockAssembler, ChunkLike, chunk_to_dict
 
 __all__ = ["DshLogWriter"]
 
-_ROW_OF_DELTA = {"text-delta": "text-chunks", "reasoning-delta": "reasoning-chunks", "tool-call-delta": "tool-call-chunks"}
+_ROW_OF_DELTA = {
+    "text-delta": "text-chunks",
+    "reasoning-delta": "reasoning-chunks",
+    "tool-call-delta": "tool-call-chunks",
+}
 
 
 class DshLogWriter:
@@ -60,7 +64,13 @@ class DshLogWriter:
 
             self._compressor = zstandard.ZstdCompressor(write_checksum=True)
         self._handle: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed by close()
-        first = {"type": "session", "version": 0, "id": session_id, "createdAt": start_ms, "delegationDepth": 0}
+        first = {
+            "type": "session",
+            "version": 0,
+            "id": session_id,
+            "createdAt": start_ms,
+            "delegationDepth": 0,
+        }
         first.update(header or {})
         self._batch.append(_dumps(first))
         self.flush()
@@ -169,7 +179,7 @@ class DshLogWriter:
         retry_delay_ms: float = 512.3,
         message: bool = True,
     ) -> None:
-        """Append one step: each ``failed`` attempt (ending in an error finish) with its retry, then ``chunks``.
+        """Append one step: each ``failed`` attempt (error finish) and its retry, then ``chunks``.
 
         The ``assistant/message`` is written when the last attempt finishes with
         ``stop``, ``tool-calls`` or ``max-tokens`` (and ``message``), as the harness does.
@@ -200,7 +210,9 @@ class DshLogWriter:
                 },
             )
             self.time += int(retry_delay_ms)
-            self.event("llm/retry-started", {"retryId": retry_id, "turn": turn, "step": step, "retry": number})
+            self.event(
+                "llm/retry-started", {"retryId": retry_id, "turn": turn, "step": step, "retry": number}
+            )
         seqs = self.chunks(turn, step, chunks)
         assembler = BlockAssembler()
         for chunk in chunks:
@@ -234,7 +246,9 @@ def _run_length(dicts: list[dict[str, Any]], start: int) -> int:
         other = dicts[end]
         if other["type"] != kind or other["index"] != first["index"]:
             break
-        if kind == "tool-call-delta" and (other["id"] != first["id"] or other.get("name") != first.get("name")):
+        if kind == "tool-call-delta" and (
+            other["id"] != first["id"] or other.get("name") != first.get("name")
+        ):
             break
         end += 1
     return end - start
