@@ -27,7 +27,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "runtime": {"protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
     "provider": {"protocol", "provider"},
-    "usage": {"protocol", "usage"},
+    "usage": {"protocol", "adapters", "usage"},
     "testing": {"protocol", "testing"},
     "notebook": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook"},
     "cli": {"protocol", "adapters", "runtime", "provider", "usage", "testing", "notebook", "cli", "face"},
@@ -39,7 +39,10 @@ LIBRARIES: dict[str, set[str] | None] = {
     "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
     "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
-    "usage": {"pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb"},
+    "usage": {
+        "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",
+        "zstandard", "dask", "distributed",
+    },
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

@@ -49,6 +49,13 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
+    # usage (issue 9): loads pandas on first use, never at `import chunkscope`
+    **dict.fromkeys(
+        [
+            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning",
+        ],
+        ".usage",
+    ),
 }
 
 __all__ = [
@@ -117,6 +124,12 @@ __all__ = [
     "get_scenario",
     "Timeline",
     "show",
+    # usage (issue 9)
+    "UsageLog",
+    "summary",
+    "PriceTable",
+    "Price",
+    "UnpricedModelWarning",
 ]
 
 
@@ -190,3 +203,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._messages import Message, parse_message
     from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
     from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
+    from .usage import Price, PriceTable, UnpricedModelWarning, UsageLog, summary

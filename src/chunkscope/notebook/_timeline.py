@@ -32,7 +32,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from chunkscope.protocol._assembly import StreamResult, Timings, _Collector
 from chunkscope.protocol._chunks import CHUNK_TYPES, ChunkLike
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._rules import Violation
+from chunkscope.protocol._sink import UsageSink
 
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
@@ -117,23 +118,36 @@ class Timeline(anywidget.AnyWidget):
     # --- consuming a stream -----------------------------------------------------
 
     async def consume(
-        self, stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike], *, profile: str | None = None
+        self,
+        stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike],
+        *,
+        profile: str | None = None,
+        log: UsageSink | None = None,
+        provider: str = "unknown",
+        model: str = "unknown",
+        tags: Mapping[str, str] | None = None,
     ) -> StreamResult:
         """Show ``stream`` live and return its ``StreamResult`` (partial output kept on error).
 
         The result is what ``collect(stream, profile=...)`` returns for the same
-        chunks: the same engine (checker and assembler) does the work.
+        chunks: the same engine (checker and assembler) does the work. ``log``
+        records the result (a cancelled run too, as ``ABORTED``) under
+        ``provider`` / ``model`` / ``tags``, as ``collect(..., log=)`` does.
         """
         if self._running:
             raise RuntimeError("this Timeline is already consuming a stream; use one Timeline per stream")
         self._running = True
         try:
-            return await self._consume(stream, profile or self.profile)
+            sink = None if log is None else (log, provider, model, tags)
+            return await self._consume(stream, profile or self.profile, sink)
         finally:
             self._running = False
 
     async def _consume(
-        self, stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike], profile: str
+        self,
+        stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike],
+        profile: str,
+        sink: tuple[UsageSink, str, str, Mapping[str, str] | None] | None = None,
     ) -> StreamResult:
         collector = _Collector(profile)
         add = collector.add
@@ -142,6 +156,7 @@ class Timeline(anywidget.AnyWidget):
         times: list[float] = []
         error: LlmError | None = None
         clock = self._clock
+        started_at = time.time()
         start = self._begin()
         iterator = _aiter(stream)
         completed = False
@@ -169,6 +184,15 @@ class Timeline(anywidget.AnyWidget):
             # Cancellation (or KeyboardInterrupt): show what arrived, then let it propagate.
             cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
             self._finish(clock() - start, cancelled, None)
+            if sink is not None:
+                partial = collector.result(profile, cancelled)
+                partial.timings = Timings(
+                    first_chunk_s=times[0] if times else None,
+                    chunk_times=times,
+                    total_s=clock() - start,
+                    started_at=started_at,
+                )
+                sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
             raise
         finally:
             if not completed:
@@ -177,9 +201,14 @@ class Timeline(anywidget.AnyWidget):
         result = collector.result(profile, error)  # adds the end-of-stream violations
         self._add_violations(result.violations[seen:])
         result.timings = Timings(
-            first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
+            first_chunk_s=times[0] if times else None,
+            chunk_times=times,
+            total_s=clock() - start,
+            started_at=started_at,
         )
         self._finish(result.timings.total_s, error, result)
+        if sink is not None:
+            sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])
         return result
 
     def _begin(self) -> float:
@@ -384,18 +413,23 @@ async def show(
     *,
     title: str = "",
     profile: str = "strict",
+    log: UsageSink | None = None,
+    provider: str = "unknown",
+    model: str = "unknown",
+    tags: Mapping[str, str] | None = None,
     **kwargs: Any,
 ) -> StreamResult:
     """Display a ``Timeline`` of ``stream`` and return its ``StreamResult``.
 
     The stream's own error is in ``result.error`` (not raised); keyword
-    arguments go to ``Timeline``.
+    arguments go to ``Timeline``. ``log`` records the attempt under
+    ``provider`` / ``model`` / ``tags`` (see ``collect``).
     """
     from IPython.display import display
 
     timeline = Timeline(title=title, profile=profile, **kwargs)
     display(timeline)  # type: ignore[no-untyped-call]
-    return await timeline.consume(stream)
+    return await timeline.consume(stream, log=log, provider=provider, model=model, tags=tags)
 
 
 def _ms(seconds: float) -> float:

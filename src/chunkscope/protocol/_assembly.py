@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from ._chunks import (
 from ._errors import LlmError
 from ._messages import Message
 from ._rules import Checker, Violation
+from ._sink import UsageSink
 from ._sources import close_source, open_source
 
 __all__ = ["BlockAssembler", "StreamResult", "Timings", "collect"]
@@ -256,11 +257,16 @@ class BlockAssembler:
 
 @dataclass
 class Timings:
-    """When chunks arrived, in seconds since ``collect`` started."""
+    """When chunks arrived, in seconds since ``collect`` started.
+
+    ``started_at`` is the wall-clock start (POSIX seconds, UTC; ``time.time()``),
+    None when unknown; the other fields come from the monotonic clock.
+    """
 
     first_chunk_s: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     total_s: float = 0.0
+    started_at: float | None = None
 
 
 @dataclass
@@ -417,6 +423,10 @@ async def collect(
     *,
     profile: str = "strict",
     clock: Callable[[], float] = time.perf_counter,
+    log: UsageSink | None = None,
+    provider: str = "unknown",
+    model: str = "unknown",
+    tags: Mapping[str, str] | None = None,
 ) -> StreamResult:
     """Consume ``stream`` (async or sync; models or seed-style dicts) into a ``StreamResult``.
 
@@ -425,13 +435,20 @@ async def collect(
     collection and lands in ``error`` (partial output kept; the end-of-stream
     check for a missing finish is then skipped — the error explains it);
     asyncio cancellation still propagates. ``clock`` (seconds) is injectable
-    for tests.
+    for tests; ``timings.started_at`` is the wall-clock start.
+
+    ``log`` (a ``UsageSink`` such as ``chunkscope.UsageLog``) records the
+    result as one attempt under ``provider`` / ``model`` / ``tags`` — a bare
+    stream does not know which provider and model produced it, so they read
+    ``"unknown"`` unless given. A cancelled collection is recorded too (as an
+    ``ABORTED`` error, partial output kept) before the cancellation propagates.
     """
     collector = _Collector(profile)
     add = collector.add
     times: list[float] = []
     mark = times.append
     error: LlmError | None = None
+    started_at = time.time()
     start = clock()
     iterator, is_async = open_source(stream)
     completed = False
@@ -453,12 +470,29 @@ async def collect(
         error = exc
     except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
         error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+    except BaseException:
+        if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
+            cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
+            partial = collector.result(profile, cancelled)
+            partial.timings = Timings(
+                first_chunk_s=times[0] if times else None,
+                chunk_times=times,
+                total_s=clock() - start,
+                started_at=started_at,
+            )
+            log.record(partial, provider=provider, model=model, tags=tags)
+        raise
     finally:
         if not completed:
             with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
                 await close_source(iterator)
     result = collector.result(profile, error)
     result.timings = Timings(
-        first_chunk_s=times[0] if times else None, chunk_times=times, total_s=clock() - start
+        first_chunk_s=times[0] if times else None,
+        chunk_times=times,
+        total_s=clock() - start,
+        started_at=started_at,
     )
+    if log is not None:
+        log.record(result, provider=provider, model=model, tags=tags)
     return result

@@ -1,19 +1,46 @@
-"""The usage layer: token usage as DataFrames, costs, storage, session logs.
+"""The usage layer: attempts → pandas DataFrames, summaries, costs, plots, Parquet.
 
-Needs the ``usage`` extra (pandas, pyarrow, zstandard; dask for the Dask paths).
+Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
+extra. The protocol and adapters layers never import this package.
 """
 
 from __future__ import annotations
 
 from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
 from ._dsh_writer import DshLogWriter
+from ._log import LoggedAdapter, UsageLog
+from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
+from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
+from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
+from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 
 __all__ = [
+    "to_parquet",
+    "read_recordings",
+    "read_parquet",
+    "ParquetSink",
+    "COLUMNS",
+    "DEEPSEEK_EXAMPLE",
+    "FINISH_KINDS",
+    "LoggedAdapter",
+    "PHASES",
+    "Price",
+    "PriceTable",
+    "SUMMARY_COLUMNS",
+    "USAGE_SOURCES",
+    "UnpricedModelWarning",
+    "UsageLog",
+    "coerce",
+    "empty_frame",
+    "errors_by_code",
+    "latency_percentiles",
+    "summary",
+    # DeepSeek Harness session logs (issue 9, sections 7-8)
     "DshAttempt",
     "DshLogError",
+    "DshLogWriter",
     "DshProblem",
     "DshSession",
     "DshStep",
-    "DshLogWriter",
     "read_dsh_session",
 ]

@@ -1,0 +1,503 @@
+"""``UsageLog``: the one place usage is gathered, one row per attempt, stored column by column.
+
+``record`` turns a ``StreamResult`` into a handful of scalars appended to
+typed arrays (``array.array``; categories as int codes), under a lock: O(1)
+per record, safe from many threads and tasks. ``to_frame`` builds each
+column from its array in one vectorised step, so a million records become a
+frame in well under a second and a half (``benchmarks/bench_usage.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+import time
+import uuid
+from array import array
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
+from chunkscope.protocol import LlmError, StreamResult, collect
+
+from ._schema import COLUMNS, COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+
+if TYPE_CHECKING:
+    from ._prices import PriceTable
+
+__all__ = ["UsageLog", "LoggedAdapter"]
+
+_MISSING = -(2**63)  # the int64 sentinel for "absent" (numpy's NaT too); never a real count
+_OK_FINISH = frozenset({"stop", "tool-calls", "max-tokens"})
+
+
+class _Codes:
+    """A categorical column being built: int32 codes, -1 for missing, and the values seen."""
+
+    __slots__ = ("codes", "index", "values")
+
+    def __init__(self, fixed: Sequence[str] = ()) -> None:
+        self.codes = array("i")
+        self.values: list[str] = list(fixed)
+        self.index: dict[str, int] = {value: n for n, value in enumerate(self.values)}
+
+    def code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        found = self.index.get(value)
+        if found is None:
+            found = self.index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def categorical(self, start: int, stop: int) -> pd.Categorical:
+        codes = np.frombuffer(self.codes, dtype=np.int32)[start:stop].copy()
+        return pd.Categorical.from_codes(codes, categories=categories(self.values))
+
+
+class UsageLog:
+    """Gathers finished attempts and turns them into a usage frame (one row per attempt).
+
+    Implements ``UsageSink``: ``collect(..., log=)``, ``show(..., log=)``,
+    ``batch(..., log=)``, ``wrap(adapter)`` and a runtime given this log all
+    call ``record``. ``prices`` (a ``PriceTable``) fills the ``cost`` column;
+    ``path`` makes the log append every row to a Parquet dataset partitioned
+    by date as it goes (see ``ParquetSink``; ``flush_rows`` / ``flush_seconds``
+    bound what an abrupt kernel death can lose). Safe to call from several
+    threads and tasks; ``record`` is O(1).
+    """
+
+    def __init__(
+        self,
+        *,
+        prices: PriceTable | None = None,
+        path: str | None = None,
+        flush_rows: int = 20,
+        flush_seconds: float = 1.0,
+    ) -> None:
+        self.prices = prices
+        self._lock = threading.RLock()
+        self._n = 0
+        self._call_id: list[str] = []
+        self._attempt = array("q")
+        self._final = array("b")
+        self._provider = _Codes()
+        self._model = _Codes()
+        self._tags = _Codes()
+        self._started = array("d")
+        self._ttfc = array("d")
+        self._duration = array("d")
+        self._counts = {name: array("q") for name in _COUNT_NAMES}
+        self._finish = _Codes(FINISH_KINDS)
+        self._error = _Codes()
+        self._phase = _Codes(PHASES)
+        self._source = _Codes(USAGE_SOURCES)
+        self._blocks = {name: array("q") for name in ("text", "reasoning", "tool-call")}
+        self._chunks = array("q")
+        self._violations = array("q")
+        self._warnings = array("q")
+        self._listeners: list[Callable[[UsageLog], object]] = []
+        # Running totals for the live summary: kept in step with the rows, so a display
+        # never rebuilds a frame while a batch runs.
+        self._totals: dict[str, Any] = _zero_totals()
+        self.progress: tuple[int, int] | None = None
+        """``(done, total)`` of the batch running into this log, else None."""
+        self._sink = None
+        if path is not None:
+            from ._parquet import ParquetSink
+
+            self._sink = ParquetSink(self, path, flush_rows=flush_rows, flush_seconds=flush_seconds)
+
+    # --- recording ---------------------------------------------------------------
+
+    def record(
+        self,
+        result: StreamResult,
+        *,
+        provider: str,
+        model: str,
+        tags: Mapping[str, str] | None = None,
+        call_id: str | None = None,
+        attempt: int = 1,
+        final: bool = True,
+    ) -> str:
+        """Append one attempt; return its call id (a fresh one when ``call_id`` is None).
+
+        ``call_id`` groups the attempts of one call (retries share it);
+        ``final`` is False for an attempt that was retried.
+        """
+        if call_id is None:
+            call_id = uuid.uuid4().hex[:16]
+        usage = result.usage
+        finish = result.finish.kind if result.finish is not None else None
+        error_code = result.error_code
+        if result.error is not None:
+            phase: str | None = "mid-stream" if result.chunks else "before-first-chunk"
+        elif finish in ("error", "aborted"):
+            phase = "at-finish"
+        else:
+            phase = None
+        counts: tuple[int | None, ...]
+        if usage is not None:
+            source = "reported"
+            counts = (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.reasoning_tokens,
+            )
+        else:
+            source = "missing" if result.error is None and finish in _OK_FINISH else "lost"
+            counts = (None, None, None, None, None)
+        blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
+        for block in result.blocks:
+            if block.type in blocks:
+                blocks[block.type] += 1
+        errors = sum(1 for v in result.violations if v.severity == "error")
+        timings = result.timings
+        tag_text = _tags_json(tags)
+        cost = self.prices.cost_of(provider, model, usage) if self.prices is not None else None
+        with self._lock:
+            self._call_id.append(call_id)
+            self._attempt.append(attempt)
+            self._final.append(1 if final else 0)
+            self._provider.codes.append(self._provider.code(provider))
+            self._model.codes.append(self._model.code(model))
+            self._tags.codes.append(self._tags.code(tag_text))
+            self._started.append(timings.started_at if timings.started_at is not None else math.nan)
+            self._ttfc.append(timings.first_chunk_s if timings.first_chunk_s is not None else math.nan)
+            self._duration.append(timings.total_s)
+            for name, value in zip(_COUNT_NAMES, counts, strict=True):
+                self._counts[name].append(_MISSING if value is None else value)
+            self._finish.codes.append(self._finish.code(finish))
+            self._error.codes.append(self._error.code(error_code))
+            self._phase.codes.append(self._phase.code(phase))
+            self._source.codes.append(self._source.code(source))
+            for kind, n in blocks.items():
+                self._blocks[kind].append(n)
+            self._chunks.append(len(result.chunks))
+            self._violations.append(errors)
+            self._warnings.append(len(result.violations) - errors)
+            self._n += 1
+            _add_totals(self._totals, final, error_code, counts, cost)
+            listeners = list(self._listeners)
+            sink = self._sink
+        if sink is not None:
+            sink.notify()
+        for listener in listeners:
+            listener(self)
+        return call_id
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __repr__(self) -> str:
+        t = self.totals()
+        return f"UsageLog({t['attempts']} attempts, {t['calls']} calls, {t['errors']} errors)"
+
+    # --- adapters ----------------------------------------------------------------
+
+    def wrap(self, adapter: LlmAdapter, *, tags: Mapping[str, str] | None = None) -> LoggedAdapter:
+        """An adapter that streams exactly like ``adapter`` and records every stream in this log."""
+        return LoggedAdapter(adapter, self, tags=tags)
+
+    # --- listeners (the live display) ----------------------------------------------
+
+    def subscribe(self, listener: Callable[[UsageLog], object]) -> Callable[[], None]:
+        """Call ``listener(log)`` after every record and progress change (from the recording thread).
+
+        Returns a function that unsubscribes it.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def set_progress(self, done: int, total: int) -> None:
+        """Report a running batch's progress (``batch`` calls it); listeners are told."""
+        with self._lock:
+            self.progress = (done, total)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(self)
+
+    def totals(self) -> dict[str, Any]:
+        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost).
+
+        Equal to ``summary(log.to_frame())`` over all rows, without building a frame.
+        """
+        with self._lock:
+            totals = dict(self._totals)
+            totals["errors_by_code"] = dict(self._totals["errors_by_code"])
+        billed = totals["billed_input_tokens"]
+        totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed else None
+        if totals["priced_rows"] == 0:
+            totals["cost"] = None
+        return totals
+
+    # --- the frame -------------------------------------------------------------------
+
+    def to_frame(self, *, start: int = 0, stop: int | None = None) -> pd.DataFrame:
+        """The usage frame: one row per attempt (rows ``start:stop``), columns and dtypes per ``COLUMNS``.
+
+        Built column by column from the stored arrays; the log keeps recording meanwhile.
+        """
+        with self._lock:
+            n = self._n
+            stop = n if stop is None else min(stop, n)
+            start = max(0, min(start, stop))
+            # Snapshot under the lock: arrays are copied (bytes), lists sliced.
+            snap = {
+                "call_id": self._call_id[start:stop],
+                "attempt": _ints(self._attempt, start, stop),
+                "final": np.frombuffer(self._final, dtype=np.int8)[start:stop].astype(bool),
+                "provider": self._provider.categorical(start, stop),
+                "model": self._model.categorical(start, stop),
+                "tags": self._tags.categorical(start, stop),
+                "started": np.frombuffer(self._started, dtype=np.float64)[start:stop].copy(),
+                "ttfc": np.frombuffer(self._ttfc, dtype=np.float64)[start:stop].copy(),
+                "duration": np.frombuffer(self._duration, dtype=np.float64)[start:stop].copy(),
+                "counts": {k: _ints(v, start, stop) for k, v in self._counts.items()},
+                "finish": self._finish.categorical(start, stop),
+                "error_code": self._error.categorical(start, stop),
+                "phase": self._phase.categorical(start, stop),
+                "usage_source": self._source.categorical(start, stop),
+                "blocks": {k: _ints(v, start, stop) for k, v in self._blocks.items()},
+                "chunks": _ints(self._chunks, start, stop),
+                "violations": _ints(self._violations, start, stop),
+                "warnings": _ints(self._warnings, start, stop),
+            }
+        frame = empty_frame() if stop == start else _build(snap)
+        if self.prices is not None:
+            frame = self.prices.add_costs(frame)
+        return frame
+
+    # --- storage ---------------------------------------------------------------------
+
+    def to_parquet(self, path: str) -> str:
+        """Write ``to_frame()`` to one Parquet file (dtypes kept; ``read_parquet`` reads it back)."""
+        from ._parquet import to_parquet
+
+        return str(to_parquet(self.to_frame(), path))
+
+    def flush(self) -> None:
+        """Write the rows not yet written to the Parquet dataset (when the log has a ``path``)."""
+        if self._sink is not None:
+            self._sink.flush()
+
+    def close(self) -> None:
+        """Flush and stop the dataset writer's timer (when the log has a ``path``)."""
+        if self._sink is not None:
+            self._sink.close()
+
+
+_COUNT_NAMES = COUNT_COLUMNS
+
+
+def _zero_totals() -> dict[str, Any]:
+    totals: dict[str, Any] = dict.fromkeys(_COUNT_NAMES, 0)
+    totals.update(
+        calls=0,
+        attempts=0,
+        errors=0,
+        errors_by_code={},
+        billed_input_tokens=0,
+        cost=0.0,
+        priced_rows=0,
+        unpriced_rows=0,
+    )
+    return totals
+
+
+def _add_totals(
+    totals: dict[str, Any],
+    final: bool,
+    error_code: str | None,
+    counts: tuple[int | None, ...],
+    cost: float | None,
+) -> None:
+    totals["attempts"] += 1
+    if final:
+        totals["calls"] += 1
+    if error_code is not None:
+        totals["errors"] += 1
+        by_code = totals["errors_by_code"]
+        by_code[error_code] = by_code.get(error_code, 0) + 1
+    for name, value in zip(_COUNT_NAMES, counts, strict=True):
+        if value is not None:
+            totals[name] += value
+    if counts[0] is not None:
+        totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
+    if cost is not None:
+        totals["cost"] += cost
+        totals["priced_rows"] += 1
+    elif counts[0] is not None:
+        totals["unpriced_rows"] += 1
+
+
+def _tags_json(tags: Mapping[str, str] | None) -> str | None:
+    if not tags:
+        return None
+    pairs = {str(k): str(v) for k, v in sorted(tags.items())}
+    return json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ints(values: array[int], start: int, stop: int) -> np.ndarray[Any, Any]:
+    return np.frombuffer(values, dtype=np.int64)[start:stop].copy()
+
+
+def _nullable_int(values: np.ndarray[Any, Any]) -> pd.arrays.IntegerArray:
+    mask = values == _MISSING
+    if mask.any():
+        values = values.copy()
+        values[mask] = 0
+    return pd.arrays.IntegerArray(values, mask)
+
+
+def _nullable_float(
+    values: np.ndarray[Any, Any], mask: np.ndarray[Any, Any] | None = None
+) -> pd.arrays.FloatingArray:
+    if mask is None:
+        mask = np.isnan(values)
+    values = np.where(mask, 0.0, values)
+    return pd.arrays.FloatingArray(values, mask)
+
+
+def _build(snap: dict[str, Any]) -> pd.DataFrame:
+    counts = {name: _nullable_int(values) for name, values in snap["counts"].items()}
+    raw = snap["counts"]
+    has_input = raw["input_tokens"] != _MISSING
+    read = np.where(raw["cache_read_tokens"] == _MISSING, 0, raw["cache_read_tokens"])
+    write = np.where(raw["cache_write_tokens"] == _MISSING, 0, raw["cache_write_tokens"])
+    billed_values = np.where(has_input, raw["input_tokens"], 0) + read + write
+    billed = pd.arrays.IntegerArray(billed_values, ~has_input)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = raw["cache_read_tokens"] / billed_values
+        rate_mask = ~has_input | (raw["cache_read_tokens"] == _MISSING) | (billed_values <= 0)
+        ttfc = snap["ttfc"]
+        duration = snap["duration"]
+        generating = duration - np.where(np.isnan(ttfc), 0.0, ttfc)
+        speed = raw["output_tokens"] / generating
+        speed_mask = (raw["output_tokens"] == _MISSING) | np.isnan(ttfc) | ~(generating > 0)
+    micros = snap["started"] * 1e6
+    started_mask = np.isnan(micros)
+    stamps = np.where(started_mask, _MISSING, np.round(np.where(started_mask, 0, micros))).astype(np.int64)
+    started = pd.Series(stamps.view("datetime64[us]")).dt.tz_localize("UTC")
+    final = snap["final"]
+    columns: dict[str, Any] = {
+        "call_id": pd.array(snap["call_id"], dtype=COLUMNS["call_id"]),
+        "attempt": snap["attempt"],
+        "final": final,
+        "retried": ~final,
+        "provider": snap["provider"],
+        "model": snap["model"],
+        "tags": snap["tags"],
+        "started_at": started.array,
+        "ttfc_s": _nullable_float(ttfc),
+        "duration_s": duration,
+        **counts,
+        "billed_input_tokens": billed,
+        "cache_hit_rate": _nullable_float(rate, rate_mask),
+        "output_tokens_per_s": _nullable_float(speed, speed_mask),
+        "finish": snap["finish"],
+        "error_code": snap["error_code"],
+        "phase": snap["phase"],
+        "usage_source": snap["usage_source"],
+        "text_blocks": snap["blocks"]["text"],
+        "reasoning_blocks": snap["blocks"]["reasoning"],
+        "tool_call_blocks": snap["blocks"]["tool-call"],
+        "chunks": snap["chunks"],
+        "violations": snap["violations"],
+        "warnings": snap["warnings"],
+        "cost": pd.arrays.FloatingArray(np.zeros(len(final)), np.ones(len(final), dtype=bool)),
+        "currency": pd.Categorical.from_codes(np.full(len(final), -1, dtype=np.int32), categories(())),
+    }
+    return pd.DataFrame(columns, copy=False)
+
+
+# --- wrapping an adapter ------------------------------------------------------------
+
+
+class LoggedAdapter(LlmAdapter):
+    """``UsageLog.wrap(adapter)``: streams exactly what ``inner`` streams and records each stream.
+
+    The record is made when the stream ends: normally, by raising (the error
+    is re-raised unchanged), or when the consumer stops early or is
+    cancelled (recorded as ``ABORTED``: the usage of an abandoned stream is
+    lost). Provider and model come from the ``GenerateOptions``.
+    """
+
+    def __init__(self, inner: LlmAdapter, log: UsageLog, *, tags: Mapping[str, str] | None = None) -> None:
+        self.inner = inner
+        self.log = log
+        self.tags = dict(tags) if tags else None
+        self.provider = inner.provider  # type: ignore[misc]  # mirrors the wrapped adapter
+        self.supported_options = inner.supported_options  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"LoggedAdapter({self.inner!r})"
+
+    def models(self) -> list[ModelInfo]:
+        return self.inner.models()
+
+    def model_info(self, model: str) -> ModelInfo | None:
+        return self.inner.model_info(model)
+
+    def prepare(self, options: GenerateOptions) -> GenerateOptions:
+        return self.inner.prepare(options)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[Any]:
+        """The inner stream, passed through chunk by chunk, recorded when it ends."""
+        chunks: list[Any] = []
+        times: list[float] = []
+        started_at = time.time()
+        start = time.perf_counter()
+        error: LlmError | None = None
+        inner = self.inner.stream(options)
+        try:
+            async for chunk in inner:
+                times.append(time.perf_counter() - start)
+                chunks.append(chunk)
+                yield chunk
+        except LlmError as exc:
+            error = exc
+            raise
+        except Exception as exc:
+            error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+            raise
+        except BaseException:  # the consumer stopped early (GeneratorExit) or the task was cancelled
+            error = LlmError("the consumer stopped reading the stream", "ABORTED")
+            raise
+        finally:
+            total = time.perf_counter() - start
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None and error is not None:
+                with contextlib.suppress(Exception):  # closing must not mask the stream's outcome
+                    await aclose()
+            result = await collect(_replay(chunks, error), profile="strict")
+            result.timings.first_chunk_s = times[0] if times else None
+            result.timings.chunk_times = times
+            result.timings.total_s = total
+            result.timings.started_at = started_at
+            self.log.record(result, provider=options.provider, model=options.model, tags=self.tags)
+
+
+async def _replay(chunks: list[Any], error: LlmError | None) -> AsyncIterator[Any]:
+    for chunk in chunks:
+        yield chunk
+    if error is not None:
+        raise error

@@ -1,0 +1,226 @@
+"""Usage frames on disk: one Parquet file, a dataset partitioned by date, and folders of recordings.
+
+A dataset is a directory ``<path>/date=YYYY-MM-DD/part-<log>-<n>.parquet``
+(hive partitioning on the UTC date of ``started_at``; ``date=unknown`` when
+the start time is). Each file is written whole under a temporary name and
+renamed into place, so a reader (pandas, pyarrow, DuckDB) never sees half a
+file, and a process killed at any moment leaves only complete files. DuckDB
+reads it as it is::
+
+    duckdb.sql("SELECT model, sum(output_tokens) FROM read_parquet('usage/**/*.parquet', "
+               "hive_partitioning = true) GROUP BY model")
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import uuid
+import weakref
+from collections.abc import Coroutine, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import pandas as pd
+
+from chunkscope.adapters.recording import Recording
+from chunkscope.protocol import LlmError, collect
+
+from ._schema import COLUMNS, coerce, empty_frame
+
+if TYPE_CHECKING:
+    from ._log import UsageLog
+
+__all__ = ["ParquetSink", "read_parquet", "read_recordings", "run_now", "to_parquet"]
+
+_T = TypeVar("_T")
+
+
+def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write a usage frame to one Parquet file; ``read_parquet`` gives back the same dtypes."""
+    target = Path(path)
+    frame.to_parquet(target, index=False, engine="pyarrow")
+    return target
+
+
+def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A usage frame from one Parquet file or a dataset directory (e.g. a ``UsageLog(path=...)``'s).
+
+    Dtypes are those of ``COLUMNS``; the ``date`` partition column of a
+    dataset is dropped (``started_at`` holds it). Rows come in file order.
+    """
+    source = Path(path)
+    if source.is_dir() and not any(source.rglob("*.parquet")):
+        return empty_frame()
+    frame = pd.read_parquet(source, engine="pyarrow")
+    if source.is_dir() and "date" in frame.columns and "date" not in COLUMNS:
+        frame = frame.drop(columns="date")
+    frame = coerce(frame).reset_index(drop=True)
+    ordered = [name for name in COLUMNS if name in frame.columns]
+    return frame[ordered + [c for c in frame.columns if c not in COLUMNS]]
+
+
+class ParquetSink:
+    """Appends a ``UsageLog``'s rows to a date-partitioned Parquet dataset as they come.
+
+    Rows are written when ``flush_rows`` of them are waiting, or
+    ``flush_seconds`` after the first one of a batch (a daemon timer), on
+    ``flush()`` / ``close()`` and at interpreter exit. So a kernel that dies
+    abruptly loses at most the rows of the last ``flush_seconds``, fewer than
+    ``flush_rows`` of them; ``flush_rows=1`` writes every row at once.
+    """
+
+    def __init__(
+        self,
+        log: UsageLog,
+        path: str | os.PathLike[str],
+        *,
+        flush_rows: int = 20,
+        flush_seconds: float = 1.0,
+    ) -> None:
+        if flush_rows < 1:
+            raise ValueError("flush_rows must be >= 1")
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.flush_rows = flush_rows
+        self.flush_seconds = flush_seconds
+        self._log = weakref.ref(log)
+        self._written = 0
+        self._files = 0
+        self._name = uuid.uuid4().hex[:12]
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        atexit.register(_flush_at_exit, weakref.ref(self))
+
+    def notify(self) -> None:
+        """A row was recorded: write now if enough are waiting, else make sure the timer runs."""
+        log = self._log()
+        if log is None or self._closed:
+            return
+        if len(log) - self._written >= self.flush_rows:
+            self.flush()
+            return
+        with self._lock:
+            if self._timer is None and self.flush_seconds > 0:
+                self._timer = threading.Timer(self.flush_seconds, self._on_timer)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+        self.flush()
+
+    def flush(self) -> int:
+        """Write every row not yet written; return how many were written."""
+        log = self._log()
+        if log is None:
+            return 0
+        with self._lock:
+            start, stop = self._written, len(log)
+            if stop <= start:
+                return 0
+            frame = log.to_frame(start=start, stop=stop)
+            self._write(frame)
+            self._written = stop
+            return stop - start
+
+    def _write(self, frame: pd.DataFrame) -> None:
+        dates = frame["started_at"].dt.strftime("%Y-%m-%d").fillna("unknown")
+        for date, part in frame.groupby(dates.to_numpy(), sort=True):
+            folder = self.path / f"date={date}"
+            folder.mkdir(parents=True, exist_ok=True)
+            self._files += 1
+            final = folder / f"part-{self._name}-{self._files:06d}.parquet"
+            temporary = folder / f".{final.name}.tmp"
+            part.reset_index(drop=True).to_parquet(temporary, index=False, engine="pyarrow")
+            os.replace(temporary, final)  # atomic: readers see the whole file or none
+
+    def close(self) -> None:
+        """Stop the timer and write what is waiting."""
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        self.flush()
+
+
+def _flush_at_exit(ref: weakref.ref[ParquetSink]) -> None:
+    sink = ref()
+    if sink is not None:
+        with contextlib.suppress(Exception):  # nothing to report to at exit
+            sink.close()
+
+
+# --- recordings ----------------------------------------------------------------------
+
+
+def read_recordings(folder: str | os.PathLike[str], pattern: str = "*.jsonl") -> pd.DataFrame:
+    """One usage frame from a folder of ``RecordingAdapter`` recordings (one row per file).
+
+    Provider, model and start time come from each recording's header, the
+    timings from its ``t`` stamps, an ``error`` line becomes the row's error;
+    ``call_id`` is the file name without its suffix. A file that is not a
+    recording raises ``RecordingFileError`` naming the file and line.
+    """
+    from ._log import UsageLog
+
+    log = UsageLog()
+    for path in sorted(Path(folder).glob(pattern)):
+        _record_recording(log, Recording.read(path), path.stem)
+    return log.to_frame()
+
+
+def _record_recording(log: UsageLog, recording: Recording, call_id: str) -> None:
+    error = LlmError.from_failure(recording.error) if recording.error is not None else None
+    chunks = [chunk for _, chunk in recording.entries]
+    result = run_now(collect(_with_error(chunks, error) if error is not None else chunks))
+    times = [t for t, _ in recording.entries]
+    result.timings.first_chunk_s = times[0] if times else None
+    result.timings.chunk_times = times
+    ends = [*times, recording.error_t] if recording.error_t is not None else times
+    result.timings.total_s = max(ends) if ends else 0.0
+    result.timings.started_at = _parse_started(recording.header.get("started"))
+    header = recording.header
+    log.record(
+        result,
+        provider=str(header.get("provider") or "unknown"),
+        model=str(header.get("model") or "unknown"),
+        call_id=call_id,
+    )
+
+
+def run_now(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine that never waits (``collect`` over chunks in memory) to its end, here.
+
+    Unlike ``asyncio.run`` this works inside a running loop (a Jupyter cell).
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast(_T, done.value)
+    coroutine.close()
+    raise RuntimeError("the coroutine waited for something; run_now only drives in-memory work")
+
+
+def _with_error(chunks: Iterable[Any], error: LlmError) -> Any:
+    async def stream() -> Any:
+        for chunk in chunks:
+            yield chunk
+        raise error
+
+    return stream()
+
+
+def _parse_started(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
