@@ -56,6 +56,14 @@ _EXPORTS: dict[str, str] = {
         ],
         ".usage",
     ),
+    # usage: DeepSeek Harness session logs and the Dask paths (issue 9, sections 7-8)
+    **dict.fromkeys(
+        [
+            "read_dsh_session", "read_dsh_sessions", "DshSession", "DshStep", "DshAttempt", "DshLogError",
+            "DshProblem",
+        ],
+        ".usage",
+    ),
 }
 
 __all__ = [
@@ -130,6 +138,14 @@ __all__ = [
     "PriceTable",
     "Price",
     "UnpricedModelWarning",
+    # usage: DeepSeek Harness session logs (issue 9, sections 7-8)
+    "read_dsh_session",
+    "read_dsh_sessions",
+    "DshSession",
+    "DshStep",
+    "DshAttempt",
+    "DshLogError",
+    "DshProblem",
 ]
 
 
@@ -203,4 +219,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._messages import Message, parse_message
     from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
     from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
-    from .usage import Price, PriceTable, UnpricedModelWarning, UsageLog, summary
+    from .usage import (
+        DshAttempt,
+        DshLogError,
+        DshProblem,
+        DshSession,
+        DshStep,
+        Price,
+        PriceTable,
+        UnpricedModelWarning,
+        UsageLog,
+        read_dsh_session,
+        read_dsh_sessions,
+        summary,
+    )

@@ -6,6 +6,7 @@ extra. The protocol and adapters layers never import this package.
 
 from __future__ import annotations
 
+from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
 from ._dsh_writer import DshLogWriter
 from ._log import LoggedAdapter, UsageLog
@@ -43,4 +44,6 @@ __all__ = [
     "DshSession",
     "DshStep",
     "read_dsh_session",
+    "read_dsh_sessions",
+    "read_parquet_dask",
 ]

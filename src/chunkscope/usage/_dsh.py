@@ -219,7 +219,8 @@ class DshAttempt:
             return Timings()
         rel = [(t - start) / 1000.0 for t in times]  # type: ignore[operator]
         end = self.ended_ms if self.ended_ms is not None else times[-1]
-        return Timings(first_chunk_s=rel[0], chunk_times=rel, total_s=max(rel[-1], (end - start) / 1000.0))  # type: ignore[operator]
+        total = max(rel[-1], (end - start) / 1000.0)  # type: ignore[operator]
+        return Timings(first_chunk_s=rel[0], chunk_times=rel, total_s=total, started_at=start / 1000.0)
 
     def __repr__(self) -> str:
         flags = "".join(
@@ -311,6 +312,19 @@ class DshSession:
                 final=attempt.final,
             )
         return sink
+
+    def to_frame(self, *, prices: Any = None, tags: Mapping[str, str] | None = None) -> Any:
+        """The usage frame: one row per attempt (``UsageLog.to_frame`` columns and dtypes), then
+        ``session_id``, ``turn``, ``step``, ``kind`` and ``synthesized``.
+
+        ``prices`` (a ``PriceTable``) fills ``cost``. ``duration_s`` is NaN for
+        an attempt whose log has no times (``started_at`` and ``ttfc_s`` are
+        missing then too).
+        """
+        from ._log import UsageLog
+
+        log = self.record_into(UsageLog(prices=prices), tags=tags)
+        return _with_session_columns(log.to_frame(), self.attempts, self.id)
 
     def __repr__(self) -> str:
         attempts = sum(len(step.attempts) for step in self.steps)
@@ -850,6 +864,33 @@ class _Reader:
         for attempt in list(self.open.values()):
             self._close(attempt, None, message="the log ends before this attempt finished")
         return self.session
+
+
+def _with_session_columns(frame: Any, attempts: list[DshAttempt], session_id: str) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    from ._schema import categories
+
+    untimed = np.array([a.started_ms is None for a in attempts], dtype=bool)
+    if untimed.any():
+        frame["duration_s"] = frame["duration_s"].where(~untimed)
+    frame["session_id"] = pd.Categorical([session_id] * len(attempts), categories=categories([session_id]))
+    frame["turn"] = np.array([a.turn for a in attempts], dtype="int64")
+    frame["step"] = np.array([a.step for a in attempts], dtype="int64")
+    frame["kind"] = pd.Categorical([a.kind for a in attempts], categories=categories(["step", "compaction"]))
+    frame["synthesized"] = np.array([a.synthesized for a in attempts], dtype=bool)
+    return frame
+
+
+DSH_COLUMNS: dict[str, str] = {
+    "session_id": "category",
+    "turn": "int64",
+    "step": "int64",
+    "kind": "category",
+    "synthesized": "bool",
+}
+"""The columns ``DshSession.to_frame`` adds after the usage columns."""
 
 
 class _BadRecord(Exception):
