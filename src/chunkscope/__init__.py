@@ -52,7 +52,8 @@ _EXPORTS: dict[str, str] = {
     # usage (issue 9): loads pandas on first use, never at `import chunkscope`
     **dict.fromkeys(
         [
-            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning",
+            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "batch", "plot_usage",
+            "read_parquet", "to_parquet", "read_recordings", "to_inclusive", "to_disjoint", "OTEL_ATTRIBUTES",
         ],
         ".usage",
     ),
@@ -138,6 +139,7 @@ __all__ = [
     "PriceTable",
     "Price",
     "UnpricedModelWarning",
+<<<<<<< HEAD
     # usage: DeepSeek Harness session logs (issue 9, sections 7-8)
     "read_dsh_session",
     "read_dsh_sessions",
@@ -146,6 +148,16 @@ __all__ = [
     "DshAttempt",
     "DshLogError",
     "DshProblem",
+=======
+    "batch",
+    "plot_usage",
+    "read_parquet",
+    "to_parquet",
+    "read_recordings",
+    "to_inclusive",
+    "to_disjoint",
+    "OTEL_ATTRIBUTES",
+>>>>>>> i9-usage
 ]
 
 
@@ -220,16 +232,31 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
     from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
     from .usage import (
+<<<<<<< HEAD
         DshAttempt,
         DshLogError,
         DshProblem,
         DshSession,
         DshStep,
+=======
+        OTEL_ATTRIBUTES,
+>>>>>>> i9-usage
         Price,
         PriceTable,
         UnpricedModelWarning,
         UsageLog,
+<<<<<<< HEAD
         read_dsh_session,
         read_dsh_sessions,
         summary,
+=======
+        batch,
+        plot_usage,
+        read_parquet,
+        read_recordings,
+        summary,
+        to_disjoint,
+        to_inclusive,
+        to_parquet,
+>>>>>>> i9-usage
     )

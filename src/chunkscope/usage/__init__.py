@@ -6,16 +6,27 @@ extra. The protocol and adapters layers never import this package.
 
 from __future__ import annotations
 
+from ._batch import batch
+from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
 from ._dsh_writer import DshLogWriter
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
+from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 
 __all__ = [
+    "tokens_per_call",
+    "plot_usage",
+    "to_otel_attributes",
+    "to_otel",
+    "to_inclusive",
+    "to_disjoint",
+    "OTEL_ATTRIBUTES",
+    "batch",
     "to_parquet",
     "read_recordings",
     "read_parquet",

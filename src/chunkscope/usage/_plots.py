@@ -1,0 +1,111 @@
+"""``plot_usage``: tokens per call stacked by kind, and the cumulative cost over time.
+
+Drawn through pandas' matplotlib plotting on a transparent figure, with text,
+ticks and grid in a mid grey and bar colours of middle lightness, so the
+same figure reads on JupyterLab's light and dark themes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["KIND_COLORS", "plot_usage", "tokens_per_call"]
+
+KIND_COLORS = {
+    "input (uncached)": "#4C8BF5",
+    "cache read": "#2EAD7A",
+    "cache write": "#9C6ADE",
+    "output": "#F28C28",
+    "reasoning": "#D9534F",
+}
+"""Colours per token kind: mid lightness, distinct on white and on near-black backgrounds."""
+
+_INK = "#8a8a8a"  # readable on both themes
+_MAX_BARS = 200
+
+
+def tokens_per_call(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tokens of each call (all its attempts), by kind, in start order: the data ``plot_usage`` stacks.
+
+    ``output`` is the output that is not reasoning; reasoning is its own kind (disjoint, so they stack).
+    """
+    counts = frame[["call_id", "started_at"]].copy()
+    counts["input (uncached)"] = frame["input_tokens"].fillna(0)
+    counts["cache read"] = frame["cache_read_tokens"].fillna(0)
+    counts["cache write"] = frame["cache_write_tokens"].fillna(0)
+    reasoning = frame["reasoning_tokens"].fillna(0)
+    counts["output"] = frame["output_tokens"].fillna(0) - reasoning
+    counts["reasoning"] = reasoning
+    per_call = counts.groupby("call_id", sort=False, observed=True).agg(
+        started_at=("started_at", "min"), **{kind: (kind, "sum") for kind in KIND_COLORS}
+    )
+    per_call = per_call.sort_values("started_at", kind="stable")
+    return per_call[list(KIND_COLORS)].astype("int64")
+
+
+def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
+    """A two-panel figure: tokens per call stacked by kind (bars; an area past 200 calls), and the
+    cumulative cost over the attempts' start times (a note instead when nothing is priced).
+
+    Returns the matplotlib ``Figure`` (closed for pyplot, so a notebook shows it once, as the
+    cell's value).
+    """
+    import matplotlib.pyplot as plt
+
+    per_call = tokens_per_call(frame)
+    kinds = [kind for kind in KIND_COLORS if per_call[kind].any()] or ["output"]
+    colors = [KIND_COLORS[kind] for kind in kinds]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), layout="constrained")
+    fig.patch.set_alpha(0.0)
+    data = per_call[kinds].reset_index(drop=True)
+    data.index = data.index + 1
+    if len(data) <= _MAX_BARS:
+        data.plot.bar(stacked=True, ax=top, color=colors, width=0.85, edgecolor="none")
+        step = max(1, len(data) // 20)
+        top.set_xticks(range(0, len(data), step), [str(i) for i in data.index[::step]], rotation=0)
+    else:
+        data.plot.area(stacked=True, ax=top, color=colors, linewidth=0)
+    top.set_xlabel("call (in start order)")
+    top.set_ylabel("tokens")
+    top.set_title(title or "Tokens per call, by kind")
+    legend = top.legend(frameon=False, ncols=min(len(kinds), 5), loc="upper left")
+    for text in legend.get_texts():
+        text.set_color(_INK)
+
+    priced = frame[frame["cost"].notna()].sort_values("started_at", kind="stable")
+    if len(priced):
+        cumulative = priced["cost"].astype("float64").cumsum()
+        series = pd.Series(cumulative.to_numpy(), index=priced["started_at"].to_numpy())
+        series.plot(ax=bottom, drawstyle="steps-post", color=KIND_COLORS["output"], linewidth=2)
+        currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
+        bottom.set_ylabel(f"cost ({', '.join(currencies) or 'unknown currency'})")
+        unpriced = int((frame["cost"].isna() & frame["input_tokens"].notna()).sum())
+        note = f"cumulative cost ({unpriced} attempts unpriced)" if unpriced else "cumulative cost"
+        bottom.set_title(note)
+    else:
+        bottom.text(
+            0.5,
+            0.5,
+            "no cost: no attempt is priced (UsageLog(prices=PriceTable(...)))",
+            ha="center",
+            va="center",
+            transform=bottom.transAxes,
+            color=_INK,
+        )
+        bottom.set_xticks([])
+        bottom.set_yticks([])
+    bottom.set_xlabel("start time (UTC)")
+    for ax in (top, bottom):
+        ax.set_facecolor("none")
+        ax.title.set_color(_INK)
+        ax.xaxis.label.set_color(_INK)
+        ax.yaxis.label.set_color(_INK)
+        ax.tick_params(colors=_INK)
+        ax.grid(axis="y", color=_INK, alpha=0.25, linewidth=0.6)
+        for spine in ax.spines.values():
+            spine.set_color(_INK)
+            spine.set_alpha(0.5)
+    plt.close(fig)
+    return fig
