@@ -139,16 +139,6 @@ __all__ = [
     "PriceTable",
     "Price",
     "UnpricedModelWarning",
-<<<<<<< HEAD
-    # usage: DeepSeek Harness session logs (issue 9, sections 7-8)
-    "read_dsh_session",
-    "read_dsh_sessions",
-    "DshSession",
-    "DshStep",
-    "DshAttempt",
-    "DshLogError",
-    "DshProblem",
-=======
     "batch",
     "plot_usage",
     "read_parquet",
@@ -157,7 +147,14 @@ __all__ = [
     "to_inclusive",
     "to_disjoint",
     "OTEL_ATTRIBUTES",
->>>>>>> i9-usage
+    # usage: DeepSeek Harness session logs (issue 9, sections 7-8)
+    "read_dsh_session",
+    "read_dsh_sessions",
+    "DshSession",
+    "DshStep",
+    "DshAttempt",
+    "DshLogError",
+    "DshProblem",
 ]
 
 
@@ -232,31 +229,24 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol._rules import PROFILES, RULES, Checker, Rule, ValidatedStream, Violation, check, validated
     from .provider import SCENARIOS, LocalProvider, Scenario, get_scenario
     from .usage import (
-<<<<<<< HEAD
+        OTEL_ATTRIBUTES,
         DshAttempt,
         DshLogError,
         DshProblem,
         DshSession,
         DshStep,
-=======
-        OTEL_ATTRIBUTES,
->>>>>>> i9-usage
         Price,
         PriceTable,
         UnpricedModelWarning,
         UsageLog,
-<<<<<<< HEAD
-        read_dsh_session,
-        read_dsh_sessions,
-        summary,
-=======
         batch,
         plot_usage,
+        read_dsh_session,
+        read_dsh_sessions,
         read_parquet,
         read_recordings,
         summary,
         to_disjoint,
         to_inclusive,
         to_parquet,
->>>>>>> i9-usage
     )

@@ -1,4 +1,4 @@
-"""Session logs as usage frames (one row per attempt), many logs at once, and the Dask path on a LocalCluster."""
+"""Session logs as usage frames (one row per attempt), many logs at once, and Dask on a LocalCluster."""
 
 from __future__ import annotations
 
