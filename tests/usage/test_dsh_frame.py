@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,10 +207,16 @@ def test_cost_function_runs_unchanged_on_dask_partitions(tmp_path: Path, dask_cl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = table.add_costs(pandas_frame)
-        got = dask_frame.map_partitions(table.add_costs, meta=dask_frame._meta).compute()
+        lazy = table.add_costs(dask_frame)  # the same call, on a Dask frame: one task per partition
+        assert lazy.npartitions == dask_frame.npartitions
+        got = lazy.compute()
     pd.testing.assert_series_equal(got["cost"].reset_index(drop=True), expected["cost"], check_names=True)
     assert expected["cost"].isna().any() and expected["cost"].notna().any()
     pd.testing.assert_frame_equal(by_value(summary(got)), by_value(summary(expected)))
+    shipped = pickle.loads(pickle.dumps(table))  # what a process worker receives
+    assert shipped.price("deepseek-official", "deepseek-v4-pro") == table.price(
+        "deepseek-official", "deepseek-v4-pro"
+    )
 
 
 def test_read_parquet_dask_mode_reads_one_partition_per_file_with_the_pandas_summary(
