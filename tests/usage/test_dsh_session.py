@@ -639,3 +639,23 @@ def test_deltas_are_typed_models_that_a_timeline_can_render(tmp_path: Path) -> N
     )
     state = state_from_result(attempt.result, title="step 1")
     assert len(state["records"]) == 11 and state["status"] == "done" and state["violations"] == []
+
+
+def test_line_longer_than_a_read_block_is_skipped_in_bounded_pieces(tmp_path: Path) -> None:
+    huge = json.dumps({"type": "tool/result", "data": {"text": "y" * 3_000_000}})
+    path = write(tmp_path / "session.jsonl", EXAMPLE_5A + huge + "\n" + EXAMPLE_5B_AND_RETRY)
+    lenient = read_dsh_session(path, max_line_bytes=4096, strict=False)
+    assert [(p.line, p.code) for p in lenient.problems] == [(EXAMPLE_5A.count("\n") + 1, "line-too-long")]
+    assert [len(s.attempts) for s in lenient.steps] == [1, 2]
+    assert lenient.lines == EXAMPLE_5A.count("\n") + 1 + EXAMPLE_5B_AND_RETRY.count("\n")
+
+
+def test_last_line_without_newline_is_read(tmp_path: Path) -> None:
+    session = read_dsh_session(write(tmp_path / "session.jsonl", EXAMPLE_5A.rstrip("\n")))
+    assert session.turn_ends == {1: {"kind": "completed"}}
+
+
+def test_empty_file_is_a_header_error(tmp_path: Path) -> None:
+    with pytest.raises(DshLogError) as caught:
+        read_dsh_session(write(tmp_path / "session.jsonl", ""))
+    assert (caught.value.line, caught.value.code) == (1, "header")

@@ -59,7 +59,6 @@ read itself decodes and validates every line but builds no chunk models.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -190,13 +189,17 @@ class DshAttempt:
         return self._result
 
     def _build(self) -> StreamResult:
-        chunks, times = _materialize(self)
+        chunks, times, foreign = _materialize(self)
         violations = check(chunks, "dsh")
         assembler = BlockAssembler()
         push = assembler.push
-        for chunk in chunks:
-            # A non-chunk is kept as it came (check() reported it as schema); nothing to assemble.
-            with contextlib.suppress(ValidationError):
+        if foreign:
+            for chunk in chunks:
+                # A non-chunk is kept as it came (check() reported it as schema); nothing to assemble.
+                with contextlib.suppress(ValidationError):
+                    push(chunk)
+        else:
+            for chunk in chunks:
                 push(chunk)
         usage = assembler.usage
         if usage is None and self.message is not None:
@@ -337,8 +340,8 @@ class DshSession:
 # --- reading lines ------------------------------------------------------------------
 
 
-class _ZstdFrames(io.RawIOBase):
-    """Decompresses concatenated zstd frames as a raw stream; a cut-off frame raises ``_Truncated``.
+class _ZstdFrames:
+    """Decompresses concatenated zstd frames piece by piece; a cut-off frame raises ``_Truncated``.
 
     The zstandard package's own stream reader ends silently at a truncated
     frame; this one tracks each frame's end. Input is fed ``_FEED`` bytes at a
@@ -357,10 +360,8 @@ class _ZstdFrames(io.RawIOBase):
         self._offset = 0
         self._error: _Corrupt | None = None  # raised once the output before it has been read
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
+    def read_block(self, size: int = -1) -> bytes:
+        """The next decompressed piece (what one input feed gave); b"" at the end."""
         while self._offset >= len(self._pending):
             if self._error is not None:
                 raise self._error
@@ -368,14 +369,13 @@ class _ZstdFrames(io.RawIOBase):
             if not data:
                 if self._in_frame:
                     raise _Truncated("the zstd stream ends inside a frame (the file is truncated)")
-                return 0
+                return b""
             self._pending = self._feed(data)
             self._offset = 0
-        view = memoryview(buffer)
-        size = min(len(view), len(self._pending) - self._offset)
-        view[:size] = self._pending[self._offset : self._offset + size]
-        self._offset += size
-        return size
+        out = self._pending[self._offset :] if self._offset else self._pending
+        self._pending = b""
+        self._offset = 0
+        return out
 
     def _feed(self, data: bytes) -> bytes:
         out: list[bytes] = []
@@ -398,20 +398,76 @@ class _Truncated(Exception):
     pass
 
 
+_BLOCK = 1 << 20  # bytes read at a time from a plain file
+_TOO_LONG = object()  # stands for a line over the limit in a batch stream
+
+
+def _line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[Any]:
+    """The file's lines (bytes, newline stripped) in lists, one list per block read.
+
+    A line longer than ``max_line_bytes`` is yielded as ``_TOO_LONG`` and read
+    past without being kept; a ``_Truncated`` / ``_Corrupt`` exception instance
+    is yielded last when the zstd stream breaks. Memory: one block plus at most
+    ``max_line_bytes`` of an unfinished line.
+    """
+    carry = b""
+    skipping = False  # inside a line already reported as too long
+    while True:
+        try:
+            block = read(_BLOCK)
+        except (_Truncated, _Corrupt) as exc:
+            yield exc
+            return
+        if not block:
+            if carry and not skipping:
+                yield [carry]  # a last line without its newline
+            return
+        data = carry + block if carry else block
+        lines = data.split(b"\n")
+        carry = lines.pop()
+        if skipping:
+            if not lines:
+                carry = b""
+                continue
+            del lines[0]  # the end of the over-long line
+            skipping = False
+        if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
+            run: list[bytes] = []
+            for line in lines:
+                if len(line) > max_line_bytes:
+                    if run:
+                        yield run
+                        run = []
+                    yield _TOO_LONG
+                else:
+                    run.append(line)
+            lines = run
+        if len(carry) > max_line_bytes:
+            if lines:
+                yield lines
+            yield _TOO_LONG
+            carry = b""
+            skipping = True
+            continue
+        if lines:
+            yield lines
+
+
 class _Corrupt(Exception):
     pass
 
 
-def _open(path: str) -> IO[bytes]:
+def _open(path: str) -> tuple[IO[bytes], Callable[[int], bytes]]:
+    """The open file and the function that reads its (decompressed) bytes a block at a time."""
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
     try:
-        magic = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+        magic = raw.peek(4)[:4]
         if path.endswith((".zst", ".zstd")) or magic == b"\x28\xb5\x2f\xfd":
-            return io.BufferedReader(_ZstdFrames(raw), 1 << 20)
+            return raw, _ZstdFrames(raw).read_block
     except BaseException:
         raw.close()
         raise
-    return raw
+    return raw, raw.read
 
 
 # --- the reader ---------------------------------------------------------------------
@@ -459,96 +515,75 @@ class _Reader:
 
     # --- the loop ---
 
-    def run(self, handle: IO[bytes], max_line_bytes: int) -> DshSession:
-        readline = handle.readline
-        limit = max_line_bytes + 1
+    def run(self, read: Callable[[int], bytes], max_line_bytes: int) -> DshSession:
         loads = json.loads
         chunk_event = self._chunk
         packed = self._packed
         handlers = self.handlers
         header_seen = False
         number = 0
-        while True:
-            number += 1
-            self.line = number
-            try:
-                raw = readline(limit)
-            except _Truncated as exc:
+        for batch in _line_batches(read, max_line_bytes):
+            if type(batch) is not list:
+                number += 1
                 self.line = number
-                self._fatal("truncated", str(exc))
+                if batch is _TOO_LONG:
+                    self.problem("line-too-long", f"the line is longer than {max_line_bytes} bytes")
+                    continue
+                self._fatal("truncated" if isinstance(batch, _Truncated) else "zstd", str(batch))
                 break
-            except _Corrupt as exc:
-                self._fatal("zstd", str(exc))
-                break
-            if not raw:
-                break
-            if len(raw) == limit and not raw.endswith(b"\n"):
-                if not self._skip_long_line(readline, limit, max_line_bytes):
-                    break
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                self.problem("utf8", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
-                continue
-            try:
-                obj = loads(text, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as exc:
-                if not text.strip():
-                    continue  # blank lines are tolerated
-                self.problem("json", f"not valid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except RecursionError:
-                self.problem("too-deep", "JSON nested too deeply")
-                continue
-            except ValueError as exc:  # NaN / Infinity, or an integer too long to convert
-                self.problem("json", f"not valid JSON ({exc})")
-                continue
-            if type(obj) is not dict:
-                self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            if number == 1:
-                self._header(obj)
-                header_seen = True
-                continue
-            kind = obj.get("type")
-            data = obj.get("data")
-            if type(data) is not dict:
-                self.problem("record", f"the {kind!r} record has no 'data' object")
-                continue
-            try:
-                if kind == "assistant/chunk":
-                    self.events += 1
-                    chunk_event(data, obj.get("time"))
-                elif kind in _PACKED:
-                    packed(kind, data, obj.get("time0"))
-                else:
-                    self.events += 1
-                    handler = handlers.get(kind) if type(kind) is str else None
-                    if handler is not None:
-                        handler(data, obj.get("time"))
-                    elif type(kind) is not str:
-                        raise _BadRecord("the record has no string 'type'")
-            except _BadRecord as exc:
-                self.problem(exc.code, str(exc))
-        self.session.lines = number - 1
-        if not header_seen and self.session.lines == 0:
+            for raw in batch:
+                number += 1
+                self.line = number
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    self.problem("utf8", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+                    continue
+                try:
+                    obj = loads(text, parse_constant=_refuse_constant)
+                except json.JSONDecodeError as exc:
+                    if not text.strip():
+                        continue  # blank lines are tolerated
+                    self.problem("json", f"not valid JSON ({exc.msg} at column {exc.colno})")
+                    continue
+                except RecursionError:
+                    self.problem("too-deep", "JSON nested too deeply")
+                    continue
+                except ValueError as exc:  # NaN / Infinity, or an integer too long to convert
+                    self.problem("json", f"not valid JSON ({exc})")
+                    continue
+                if type(obj) is not dict:
+                    self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
+                    continue
+                if number == 1:
+                    self._header(obj)
+                    header_seen = True
+                    continue
+                kind = obj.get("type")
+                data = obj.get("data")
+                if type(data) is not dict:
+                    self.problem("record", f"the {kind!r} record has no 'data' object")
+                    continue
+                try:
+                    if kind == "assistant/chunk":
+                        self.events += 1
+                        chunk_event(data, obj.get("time"))
+                    elif kind in _PACKED:
+                        packed(kind, data, obj.get("time0"))
+                    else:
+                        self.events += 1
+                        handler = handlers.get(kind) if type(kind) is str else None
+                        if handler is not None:
+                            handler(data, obj.get("time"))
+                        elif type(kind) is not str:
+                            raise _BadRecord("the record has no string 'type'")
+                except _BadRecord as exc:
+                    self.problem(exc.code, str(exc))
+        self.session.lines = number
+        if not header_seen and number == 0:
             self.line = 1
             self._fatal("header", "the file is empty: no session header")
         return self.finish()
-
-    def _skip_long_line(self, readline: Callable[[int], bytes], limit: int, max_line_bytes: int) -> bool:
-        self.problem("line-too-long", f"the line is longer than {max_line_bytes} bytes")
-        while True:  # read past the rest of the line in bounded pieces
-            try:
-                rest = readline(limit)
-            except (_Truncated, _Corrupt) as exc:
-                self.session.problems.append(DshProblem(self.line, "truncated", str(exc)))
-                return False
-            if not rest:
-                return False
-            if rest.endswith(b"\n"):
-                return True
 
     def _fatal(self, code: str, message: str) -> None:
         text = f"{self.path}, line {self.line}: {message}"
@@ -968,13 +1003,15 @@ _DELTA_OF_ROW: dict[str, tuple[type[Any], str]] = {
 }
 
 
-def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None]]:
-    """The attempt's chunks (typed models; a non-chunk item as it came) and their times in ms."""
+def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None], bool]:
+    """The attempt's chunks (typed models; a non-chunk item as it came), their times in ms,
+    and whether any item is not a chunk."""
     chunks: list[Any] = []
     times: list[float | None] = []
     add = chunks.append
     mark = times.append
     adjusted = False
+    foreign = False
     last = _NO_TIME
     for item in attempt._items:
         if len(item) == 2:
@@ -983,6 +1020,7 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None]]:
                 add(parse_chunk(obj))
             except ValidationError:
                 add(obj)
+                foreign = True
             if t is None and last != _NO_TIME:
                 t = last  # a synthesized finish with no time of its own: when the log last spoke
             if t is not None:
@@ -1032,7 +1070,7 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None]]:
         last = t
     if adjusted:
         attempt.timing_adjusted = True
-    return chunks, times
+    return chunks, times, foreign
 
 
 # --- the public readers ----------------------------------------------------------------
@@ -1057,8 +1095,9 @@ def read_dsh_session(
     """
     name = os.fspath(path)
     reader = _Reader(name, strict=strict, include_seed=include_seed)
-    with _open(name) as handle:
-        return reader.run(handle, max_line_bytes)
+    handle, read = _open(name)
+    with handle:
+        return reader.run(read, max_line_bytes)
 
 
 def iter_dsh_paths(pattern: str | os.PathLike[str]) -> Iterator[str]:
