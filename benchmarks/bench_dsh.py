@@ -55,7 +55,9 @@ def _step_chunks(n: int, *, fail: bool = False) -> list[list[dict[str, Any]]]:
     """One attempt's chunks split into the harness's write batches (about 10 deltas each)."""
     reasoning = _deltas("reasoning", 0, 180 + n % 40, n)
     text = _deltas("text", 1, 120 + n % 30, n + 7)
-    args = json.dumps({"command": f"pytest tests/unit/test_{n % 97}.py -q", "cwd": "/home/dev/demo", "timeout": 120})
+    args = json.dumps(
+        {"command": f"pytest tests/unit/test_{n % 97}.py -q", "cwd": "/home/dev/demo", "timeout": 120}
+    )
     pieces = [args[k : k + 5] for k in range(0, len(args), 5)]
     tool = [
         {"type": "tool-call-delta", "index": 2, "id": f"call_{n}", "argumentsDelta": piece}
@@ -67,7 +69,12 @@ def _step_chunks(n: int, *, fail: bool = False) -> list[list[dict[str, Any]]]:
     if fail:
         batches += [text[k : k + 10] for k in range(0, 30, 10)]
         batches.append(
-            [{"type": "finish", "reason": {"kind": "error", "failure": {"message": "upstream 503", "code": "SERVER"}}}]
+            [
+                {
+                    "type": "finish",
+                    "reason": {"kind": "error", "failure": {"message": "upstream 503", "code": "SERVER"}},
+                }
+            ]
         )
         return batches
     batches += [text[k : k + 10] for k in range(0, len(text), 10)]
@@ -75,12 +82,29 @@ def _step_chunks(n: int, *, fail: bool = False) -> list[list[dict[str, Any]]]:
     batches += [tool[k : k + 10] for k in range(0, len(tool), 10)]
     batches.append(
         [
-            {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": "".join(d["text"] for d in reasoning)}},
-            {"type": "block-end", "index": 1, "block": {"type": "text", "text": "".join(d["text"] for d in text)}},
-            {"type": "block-end", "index": 2, "block": {"type": "tool-call", "id": f"call_{n}", "name": "bash", "arguments": args}},
+            {
+                "type": "block-end",
+                "index": 0,
+                "block": {"type": "reasoning", "text": "".join(d["text"] for d in reasoning)},
+            },
+            {
+                "type": "block-end",
+                "index": 1,
+                "block": {"type": "text", "text": "".join(d["text"] for d in text)},
+            },
+            {
+                "type": "block-end",
+                "index": 2,
+                "block": {"type": "tool-call", "id": f"call_{n}", "name": "bash", "arguments": args},
+            },
             {
                 "type": "usage",
-                "usage": {"inputTokens": 900 + n % 500, "outputTokens": 330, "cacheReadTokens": 7680, "reasoningTokens": 190},
+                "usage": {
+                    "inputTokens": 900 + n % 500,
+                    "outputTokens": 330,
+                    "cacheReadTokens": 7680,
+                    "reasoningTokens": 190,
+                },
             },
             {"type": "finish", "reason": {"kind": "tool-calls"}},
         ]
@@ -111,14 +135,47 @@ def generate(path: str, megabytes: float, *, packed: bool) -> int:
                         log.chunks(turn, step, batch)
                     if number < len(attempts):
                         failure = {"message": "upstream 503", "code": "SERVER"}
-                        log.event("llm/retry", {"retryId": f"r{n}", "turn": turn, "step": step, "retry": number, "delayMs": 500, "failure": failure})
-                        log.event("llm/retry-started", {"retryId": f"r{n}", "turn": turn, "step": step, "retry": number})
+                        log.event(
+                            "llm/retry",
+                            {
+                                "retryId": f"r{n}",
+                                "turn": turn,
+                                "step": step,
+                                "retry": number,
+                                "delayMs": 500,
+                                "failure": failure,
+                            },
+                        )
+                        log.event(
+                            "llm/retry-started",
+                            {"retryId": f"r{n}", "turn": turn, "step": step, "retry": number},
+                        )
                 final = attempts[-1][-1]
                 blocks = [chunk["block"] for chunk in final if chunk["type"] == "block-end"]
-                message = {"role": "assistant", "content": blocks, "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}, "id": f"m{n}"}
-                log.event("assistant/message", {"turn": turn, "step": step, "message": message, "usage": final[-2]["usage"]}, surfaceOp="append")
-                log.event("tool/call", {"turn": turn, "step": step, "callId": f"call_{n}", "name": "bash", "arguments": {}})
-                result = {"role": "tool", "content": [{"type": "text", "text": tool_output}], "toolCallId": f"call_{n}"}
+                message = {
+                    "role": "assistant",
+                    "content": blocks,
+                    "source": {
+                        "kind": "model",
+                        "provider": "deepseek-official",
+                        "model": "deepseek-v4-flash",
+                    },
+                    "id": f"m{n}",
+                }
+                log.event(
+                    "assistant/message",
+                    {"turn": turn, "step": step, "message": message, "usage": final[-2]["usage"]},
+                    surfaceOp="append",
+                )
+                log.event(
+                    "tool/call",
+                    {"turn": turn, "step": step, "callId": f"call_{n}", "name": "bash", "arguments": {}},
+                )
+                result = {
+                    "role": "tool",
+                    "content": [{"type": "text", "text": tool_output}],
+                    "toolCallId": f"call_{n}",
+                }
                 log.event("tool/result", {"turn": turn, "step": step, "message": result}, surfaceOp="append")
                 log.event("step/end", {"turn": turn, "step": step})
                 log.flush()
@@ -207,8 +264,10 @@ def main() -> None:
         steps = generate(packed, megabytes, packed=True)
         generate(unpacked, megabytes, packed=False)
         compress(packed, zstd)
-        print(f"generated {steps} steps per log in {time.perf_counter() - start:.1f} s "
-              f"(zstd {os.path.getsize(zstd) / 1e6:.1f} MB)")
+        print(
+            f"generated {steps} steps per log in {time.perf_counter() - start:.1f} s "
+            f"(zstd {os.path.getsize(zstd) / 1e6:.1f} MB)"
+        )
         for title, path in (("packed rows (the harness default)", packed), ("one event per line", unpacked)):
             times = measure(
                 {
@@ -221,10 +280,18 @@ def main() -> None:
             )
             report(title, os.path.getsize(path), times, "json.loads loop")
         times = measure(
-            {"zstd stream + json.loads loop": lambda: json_loop_zstd(zstd), "read_dsh_session": lambda: read_only(zstd)},
+            {
+                "zstd stream + json.loads loop": lambda: json_loop_zstd(zstd),
+                "read_dsh_session": lambda: read_only(zstd),
+            },
             args.repeat,
         )
-        report("packed, zstd (size uncompressed)", os.path.getsize(packed), times, "zstd stream + json.loads loop")
+        report(
+            "packed, zstd (size uncompressed)",
+            os.path.getsize(packed),
+            times,
+            "zstd stream + json.loads loop",
+        )
 
 
 if __name__ == "__main__":

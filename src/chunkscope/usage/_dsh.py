@@ -516,7 +516,8 @@ class _Reader:
     # --- the loop ---
 
     def run(self, read: Callable[[int], bytes], max_line_bytes: int) -> DshSession:
-        loads = json.loads
+        scan = _DECODER.scan_once  # type: ignore[attr-defined]  # set by __init__, not in the stubs
+        decode = _DECODER.decode
         chunk_event = self._chunk
         packed = self._packed
         handlers = self.handlers
@@ -540,18 +541,27 @@ class _Reader:
                     self.problem("utf8", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
                     continue
                 try:
-                    obj = loads(text, parse_constant=_refuse_constant)
-                except json.JSONDecodeError as exc:
-                    if not text.strip():
-                        continue  # blank lines are tolerated
-                    self.problem("json", f"not valid JSON ({exc.msg} at column {exc.colno})")
-                    continue
-                except RecursionError:
-                    self.problem("too-deep", "JSON nested too deeply")
-                    continue
-                except ValueError as exc:  # NaN / Infinity, or an integer too long to convert
-                    self.problem("json", f"not valid JSON ({exc})")
-                    continue
+                    # The C scanner straight away (json.loads builds a decoder per call); anything
+                    # it does not take whole goes through the full decoder for its error message.
+                    obj, end = scan(text, 0)
+                    if end != len(text) and text[end:].strip():
+                        raise ValueError("extra data")
+                except (StopIteration, ValueError, RecursionError):
+                    obj = _NOT_JSON
+                if obj is _NOT_JSON:
+                    try:
+                        obj = decode(text)
+                    except json.JSONDecodeError as exc:
+                        if not text.strip():
+                            continue  # blank lines are tolerated
+                        self.problem("json", f"not valid JSON ({exc.msg} at column {exc.colno})")
+                        continue
+                    except RecursionError:
+                        self.problem("too-deep", "JSON nested too deeply")
+                        continue
+                    except ValueError as exc:  # NaN / Infinity, or an integer too long to convert
+                        self.problem("json", f"not valid JSON ({exc})")
+                        continue
                 if type(obj) is not dict:
                     self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
                     continue
@@ -663,7 +673,7 @@ class _Reader:
         if self._seeded():
             return
         chunk = data.get("chunk")
-        if type(chunk) is dict and chunk.get("type") not in _FLAT_CHUNKS and _too_deep(chunk):
+        if type(chunk) is dict and chunk.get("type") not in _FLAT_CHUNKS and _chunk_too_deep(chunk):
             raise _BadRecord(f"the chunk nests deeper than {MAX_DEPTH}", "too-deep")
         key = (turn, step)
         attempt = self.open.get(key)
@@ -936,6 +946,7 @@ class _BadRecord(Exception):
 
 _PACKED = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _FLAT_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-call-delta", "block-start", "usage"})
+_FLAT_BLOCKS = frozenset({"text", "reasoning", "tool-call"})  # their fields are strings
 _STR = frozenset({str})
 _NUMBER = frozenset({int, float})
 
@@ -946,6 +957,26 @@ def _is_time(value: Any) -> bool:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_NOT_JSON = object()
+
+
+def _chunk_too_deep(chunk: dict[str, Any]) -> bool:
+    """``_too_deep`` for a chunk, skipping the walk for the shapes that cannot nest (most of them)."""
+    if "replayState" not in chunk:
+        block = chunk.get("block")
+        if type(block) is dict and block.get("type") in _FLAT_BLOCKS:
+            return False
+        reason = chunk.get("reason")
+        if type(reason) is dict and not any(type(v) in (dict, list) for v in reason.values()):
+            return False
+        if chunk.get("type") == "finish" and type(reason) is dict:
+            failure = reason.get("failure")
+            if type(failure) is dict and not any(type(v) in (dict, list) for v in failure.values()):
+                return False
+    return _too_deep(chunk)
 
 
 def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
