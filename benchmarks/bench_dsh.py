@@ -37,7 +37,43 @@ from typing import Any
 
 from chunkscope.usage import DshLogWriter, read_dsh_session
 
-WORDS = ["the", "user", "wants", "a", "small", "fix", "in", "the", "parser", "so", "that", "long", "lines", "are", "refused", "with", "a", "clear", "error", "and", "the", "tests", "keep", "passing", "on", "every", "supported", "version", "of", "python", "while", "the", "benchmark", "stays", "honest"]
+WORDS = [
+    "the",
+    "user",
+    "wants",
+    "a",
+    "small",
+    "fix",
+    "in",
+    "the",
+    "parser",
+    "so",
+    "that",
+    "long",
+    "lines",
+    "are",
+    "refused",
+    "with",
+    "a",
+    "clear",
+    "error",
+    "and",
+    "the",
+    "tests",
+    "keep",
+    "passing",
+    "on",
+    "every",
+    "supported",
+    "version",
+    "of",
+    "python",
+    "while",
+    "the",
+    "benchmark",
+    "stays",
+    "honest",
+]
 
 
 def _deltas(kind: str, index: int, tokens: int, offset: int) -> list[dict[str, Any]]:
