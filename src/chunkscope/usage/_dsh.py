@@ -63,6 +63,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import IO, Any, Literal
 
 from pydantic import ValidationError
@@ -218,7 +219,7 @@ class DshAttempt:
 
     def _timings(self, times: list[float | None]) -> Timings:
         start = self.started_ms
-        if start is None or not times or any(t is None for t in times):
+        if start is None or not times or None in times:
             return Timings()
         rel = [(t - start) / 1000.0 for t in times]  # type: ignore[operator]
         end = self.ended_ms if self.ended_ms is not None else times[-1]
@@ -1066,8 +1067,8 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None], bo
         if kind == "tool-call-chunks":
             call_id = data["id"]
             name = data.get("name")
-            for text in data["args"]:
-                add(
+            chunks.extend(
+                [
                     trusted(
                         ToolCallDelta,
                         {
@@ -1078,21 +1079,28 @@ def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None], bo
                             "arguments_delta": text,
                         },
                     )
-                )
+                    for text in data["args"]
+                ]
+            )
         else:
             cls, chunk_type = _DELTA_OF_ROW[kind]
-            for text in data["texts"]:
-                add(trusted(cls, {"type": chunk_type, "index": index, "text": text}))
-        count = len(data["dt"]) + 1
+            chunks.extend(
+                [trusted(cls, {"type": chunk_type, "index": index, "text": text}) for text in data["texts"]]
+            )
+        gaps = data["dt"]
         if t0 is None:
-            times.extend([None] * count)
+            times.extend([None] * (len(gaps) + 1))
             continue
         t = float(t0)
         if t < last:
             t = last
             adjusted = True
+        if not gaps or (min(gaps) >= 0 and max(gaps) <= MAX_GAP_MS):  # the usual case, at C speed
+            times.extend(accumulate(gaps, initial=t))
+            last = times[-1]  # type: ignore[assignment]
+            continue
         mark(t)
-        for gap in data["dt"]:
+        for gap in gaps:
             if gap < 0 or gap > MAX_GAP_MS:
                 gap = 0 if gap < 0 else MAX_GAP_MS
                 adjusted = True
