@@ -1,9 +1,8 @@
-"""Shared pieces for the usage tests: a local provider, chunk scripts, a fixed clock."""
+"""The local provider the usage tests call (helpers live in usage_helpers.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -14,31 +13,3 @@ from chunkscope.provider import LocalProvider
 def provider() -> Iterator[LocalProvider]:
     with LocalProvider() as p:
         yield p
-
-
-def text_chunks(
-    text: str = "hi", usage: dict[str, int] | None = None, finish: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """A one-text-block stream with optional usage and a finish (stop by default)."""
-    chunks: list[dict[str, Any]] = [
-        {"type": "block-start", "index": 0, "blockType": "text"},
-        {"type": "text-delta", "index": 0, "text": text},
-        {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
-    ]
-    if usage is not None:
-        chunks.append({"type": "usage", "usage": usage})
-    chunks.append({"type": "finish", "reason": finish or {"kind": "stop"}})
-    return chunks
-
-
-class StepClock:
-    """A monotonic clock that advances ``step`` seconds each time it is read."""
-
-    def __init__(self, step: float = 0.5) -> None:
-        self.now = 0.0
-        self.step = step
-
-    def __call__(self) -> float:
-        value = self.now
-        self.now += self.step
-        return value

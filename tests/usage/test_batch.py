@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from usage_helpers import text_chunks
 
 import chunkscope as cs
 from chunkscope.adapters import GenerateOptions, OpenAICompatAdapter
 from chunkscope.protocol import LlmError
 from chunkscope.provider import LocalProvider
 from chunkscope.usage import UsageLog, batch, summary
-from conftest import text_chunks
 
 
 class Gate:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from usage_helpers import StepClock, text_chunks
 
 import chunkscope as cs
 from chunkscope.adapters import AbortController, GenerateOptions, OpenAICompatAdapter, ScriptedAdapter
@@ -15,7 +16,6 @@ from chunkscope.protocol import LlmError, StreamResult, collect
 from chunkscope.protocol._sink import UsageSink
 from chunkscope.provider import LocalProvider
 from chunkscope.usage import COLUMNS, UsageLog, empty_frame
-from conftest import StepClock, text_chunks
 
 API_KEY = "sk-usage-test-SECRET-000"
 # No pause of a healthy local stream comes near it, however loaded the machine.

@@ -11,11 +11,11 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from usage_helpers import text_chunks
 
 from chunkscope.adapters import GenerateOptions, RecordingAdapter, ScriptedAdapter
 from chunkscope.protocol import FinishReason, LlmError, StreamResult, Timings, TokenUsage, collect
 from chunkscope.usage import COLUMNS, Price, PriceTable, UsageLog, read_parquet, read_recordings, to_parquet
-from conftest import text_chunks
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DAY1 = 1_780_000_000.0  # 2026-05-28 UTC
@@ -154,3 +154,19 @@ async def test_a_folder_of_recordings_loads_into_one_frame(tmp_path: Path) -> No
     assert frame["phase"].astype(object).tolist()[1] == "mid-stream"
     assert frame["started_at"].notna().all()
     assert list(frame.columns) == list(COLUMNS)
+
+
+def test_the_documented_duckdb_query_runs_on_a_logs_dataset(tmp_path: Path) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf-8")
+    query = docs.split('duckdb.sql("""', 1)[1].split('""")', 1)[0]
+    log = varied_log(path=str(tmp_path / "usage"), flush_rows=1)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the documented query names the folder relatively
+    try:
+        rows = duckdb.sql(query).fetchall()
+    finally:
+        os.chdir(cwd)
+    frame = log.to_frame()
+    assert sum(r[2] for r in rows) == len(frame)
+    assert [str(r[0]) for r in rows] == ["2026-05-28", "2026-05-29"]
+    assert sum(r[4] or 0 for r in rows) == pytest.approx(float(frame["cost"].sum()))

@@ -22,11 +22,15 @@ from ._reprs import (
 )
 from ._state import state_from_result
 from ._static_html import render_fragment, render_page
+from ._usage_state import usage_html, usage_state
 
 __all__ = [
     "Timeline",
     "show",
     "FRAME_INTERVAL",
+    "UsageSummary",
+    "usage_html",
+    "usage_state",
     "ViolationList",
     "enable",
     "error_html",
@@ -39,12 +43,17 @@ __all__ = [
     "state_from_result",
 ]
 
-_LAZY = {"Timeline", "show", "FRAME_INTERVAL"}
+_LAZY = {
+    "Timeline": "._timeline",
+    "show": "._timeline",
+    "FRAME_INTERVAL": "._timeline",
+    "UsageSummary": "._usage",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module("._timeline", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'chunkscope.notebook' has no attribute {name!r}")
@@ -52,5 +61,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._timeline import FRAME_INTERVAL, Timeline, show
+    from ._usage import UsageSummary
 
 enable()

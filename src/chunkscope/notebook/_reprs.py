@@ -177,5 +177,15 @@ def enable(ip: Any = None) -> bool:
             previous_plain(obj, p, cycle)
 
     plain.for_type(list, list_pretty)
+    # A displayed UsageLog shows its live summary; by name, so nothing loads until one is displayed.
+    ip.display_formatter.ipython_display_formatter.for_type_by_name(
+        "chunkscope.usage._log", "UsageLog", _display_usage_log
+    )
     _ENABLED.add(id(ip))
     return True
+
+
+def _display_usage_log(log: Any) -> bool:
+    from ._usage import display_usage_log  # loads anywidget only when a log is displayed
+
+    return display_usage_log(log)

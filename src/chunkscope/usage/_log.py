@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
 from chunkscope.protocol import LlmError, StreamResult, collect
 
-from ._schema import COLUMNS, COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
 if TYPE_CHECKING:
     from ._prices import PriceTable
@@ -162,7 +163,7 @@ class UsageLog:
         errors = sum(1 for v in result.violations if v.severity == "error")
         timings = result.timings
         tag_text = _tags_json(tags)
-        cost = self.prices.cost_of(provider, model, usage) if self.prices is not None else None
+        quote = self.prices.quote(provider, model, usage) if self.prices is not None else None
         with self._lock:
             self._call_id.append(call_id)
             self._attempt.append(attempt)
@@ -185,7 +186,7 @@ class UsageLog:
             self._violations.append(errors)
             self._warnings.append(len(result.violations) - errors)
             self._n += 1
-            _add_totals(self._totals, final, error_code, counts, cost)
+            _add_totals(self._totals, final, error_code, counts, quote)
             listeners = list(self._listeners)
             sink = self._sink
         if sink is not None:
@@ -240,6 +241,10 @@ class UsageLog:
         with self._lock:
             totals = dict(self._totals)
             totals["errors_by_code"] = dict(self._totals["errors_by_code"])
+            currencies = sorted(self._totals["currencies"])
+        del totals["currencies"]
+        # Costs in several currencies do not add up: the sum is then labelled with all of them.
+        totals["currency"] = ", ".join(currencies) if currencies else None
         billed = totals["billed_input_tokens"]
         totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed else None
         if totals["priced_rows"] == 0:
@@ -316,6 +321,7 @@ def _zero_totals() -> dict[str, Any]:
         cost=0.0,
         priced_rows=0,
         unpriced_rows=0,
+        currencies=set(),
     )
     return totals
 
@@ -325,7 +331,7 @@ def _add_totals(
     final: bool,
     error_code: str | None,
     counts: tuple[int | None, ...],
-    cost: float | None,
+    quote: tuple[float, str] | None,
 ) -> None:
     totals["attempts"] += 1
     if final:
@@ -339,9 +345,10 @@ def _add_totals(
             totals[name] += value
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
-    if cost is not None:
-        totals["cost"] += cost
+    if quote is not None:
+        totals["cost"] += quote[0]
         totals["priced_rows"] += 1
+        totals["currencies"].add(quote[1])
     elif counts[0] is not None:
         totals["unpriced_rows"] += 1
 
@@ -357,11 +364,14 @@ def _ints(values: array[int], start: int, stop: int) -> np.ndarray[Any, Any]:
     return np.frombuffer(values, dtype=np.int64)[start:stop].copy()
 
 
+def _strings(values: list[str]) -> pd.arrays.ArrowStringArray:
+    return pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(values, pa.large_string())]))
+
+
 def _nullable_int(values: np.ndarray[Any, Any]) -> pd.arrays.IntegerArray:
+    # ``values`` is the snapshot's own copy: the sentinel is overwritten in place.
     mask = values == _MISSING
-    if mask.any():
-        values = values.copy()
-        values[mask] = 0
+    values[mask] = 0
     return pd.arrays.IntegerArray(values, mask)
 
 
@@ -375,28 +385,32 @@ def _nullable_float(
 
 
 def _build(snap: dict[str, Any]) -> pd.DataFrame:
+    # After this, each count array holds 0 where its mask is set (see _nullable_int).
     counts = {name: _nullable_int(values) for name, values in snap["counts"].items()}
-    raw = snap["counts"]
-    has_input = raw["input_tokens"] != _MISSING
-    read = np.where(raw["cache_read_tokens"] == _MISSING, 0, raw["cache_read_tokens"])
-    write = np.where(raw["cache_write_tokens"] == _MISSING, 0, raw["cache_write_tokens"])
-    billed_values = np.where(has_input, raw["input_tokens"], 0) + read + write
+    has_input = ~counts["input_tokens"]._mask
+    read = counts["cache_read_tokens"]
+    billed_values = (
+        counts["input_tokens"]._data + read._data + counts["cache_write_tokens"]._data
+    )
     billed = pd.arrays.IntegerArray(billed_values, ~has_input)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = raw["cache_read_tokens"] / billed_values
-        rate_mask = ~has_input | (raw["cache_read_tokens"] == _MISSING) | (billed_values <= 0)
+        rate = read._data / billed_values
+        rate_mask = ~has_input | read._mask | (billed_values <= 0)
         ttfc = snap["ttfc"]
         duration = snap["duration"]
-        generating = duration - np.where(np.isnan(ttfc), 0.0, ttfc)
-        speed = raw["output_tokens"] / generating
-        speed_mask = (raw["output_tokens"] == _MISSING) | np.isnan(ttfc) | ~(generating > 0)
+        no_first = np.isnan(ttfc)
+        generating = duration - np.where(no_first, 0.0, ttfc)
+        output = counts["output_tokens"]
+        speed = output._data / generating
+        speed_mask = output._mask | no_first | ~(generating > 0)
     micros = snap["started"] * 1e6
     started_mask = np.isnan(micros)
     stamps = np.where(started_mask, _MISSING, np.round(np.where(started_mask, 0, micros))).astype(np.int64)
     started = pd.Series(stamps.view("datetime64[us]")).dt.tz_localize("UTC")
     final = snap["final"]
     columns: dict[str, Any] = {
-        "call_id": pd.array(snap["call_id"], dtype=COLUMNS["call_id"]),
+        # Through pyarrow directly: pandas' own string validation would triple the cost.
+        "call_id": _strings(snap["call_id"]),
         "attempt": snap["attempt"],
         "final": final,
         "retried": ~final,

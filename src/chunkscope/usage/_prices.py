@@ -135,6 +135,13 @@ class PriceTable:
                 )
         return found
 
+    def quote(self, provider: str, model: str, usage: TokenUsage | None) -> tuple[float, str] | None:
+        """``(cost, currency)`` of one attempt; None without usage or without a price (warned once)."""
+        if usage is None:
+            return None
+        found = self._lookup(provider, model)
+        return None if found is None else (found.cost(usage), found.currency)
+
     def cost_of(self, provider: str, model: str, usage: TokenUsage | None) -> float | None:
         """The cost of one attempt; None without usage or without a price (warned once per model)."""
         if usage is None:
@@ -145,44 +152,50 @@ class PriceTable:
     def add_costs(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with ``cost`` (Float64) and ``currency`` (category) filled from this table.
 
-        Vectorised per provider/model pair. Rows without usage and rows of an
-        unpriced model get ``<NA>``; each unpriced model is warned about once.
-        A Dask DataFrame gets the same, partition by partition (lazily).
+        Vectorised over the distinct provider/model pairs (category codes, no
+        per-row Python). Rows without usage and rows of an unpriced model get
+        ``<NA>``; each unpriced model is warned about once. A Dask DataFrame
+        gets the same, partition by partition (lazily).
         """
         if not isinstance(frame, pd.DataFrame) and hasattr(frame, "map_partitions"):
             meta = self.add_costs(frame._meta)
             return frame.map_partitions(self.add_costs, meta=meta)
-        out = frame.copy()
-        n = len(out)
-        cost = np.zeros(n)
-        known = np.zeros(n, dtype=bool)
-        currency = np.full(n, None, dtype=object)
-        has_usage = out["input_tokens"].notna().to_numpy()
-        if n:
-            pairs = out[["provider", "model"]].astype(str)
-            groups = pairs[has_usage].groupby(["provider", "model"], sort=False).indices
-            counts = {
-                name: out[name].fillna(0).to_numpy(dtype=np.float64)
-                for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
-            }
-            positions = np.flatnonzero(has_usage)
-            for (provider, model), where in groups.items():
-                found = self._lookup(provider, model)
-                if found is None:
-                    continue
-                rows = positions[where]
-                cost[rows] = (
-                    counts["input_tokens"][rows] * found.cache_miss_input
-                    + counts["cache_read_tokens"][rows] * found.cache_hit_input
-                    + counts["cache_write_tokens"][rows] * found.write
-                    + counts["output_tokens"][rows] * found.output
-                ) / 1_000_000
-                known[rows] = True
-                currency[rows] = found.currency
-        out["cost"] = pd.arrays.FloatingArray(np.where(known, cost, 0.0), ~known)
-        present = sorted({c for c in currency if c is not None})
-        out["currency"] = pd.Categorical(currency, categories=categories(present))
-        return out
+        n = len(frame)
+        provider = frame["provider"].astype("category")
+        model = frame["model"].astype("category")
+        p_codes = provider.cat.codes.to_numpy(dtype=np.int64)
+        m_codes = model.cat.codes.to_numpy(dtype=np.int64)
+        width = max(len(model.cat.categories), 1)
+        pair = p_codes * width + m_codes
+        has_usage = frame["input_tokens"].notna().to_numpy() & (p_codes >= 0) & (m_codes >= 0)
+        present, inverse = np.unique(pair[has_usage], return_inverse=True)
+        # one row of prices per distinct pair: miss, hit, write, output; NaN for unpriced
+        table = np.full((len(present) + 1, 4), np.nan)
+        currencies: list[str] = []
+        currency_of = np.full(len(present) + 1, -1, dtype=np.int32)
+        p_names = provider.cat.categories
+        m_names = model.cat.categories
+        for k, code in enumerate(present):
+            found = self._lookup(str(p_names[code // width]), str(m_names[code % width]))
+            if found is None:
+                continue
+            table[k] = (found.cache_miss_input, found.cache_hit_input, found.write, found.output)
+            if found.currency not in currencies:
+                currencies.append(found.currency)
+            currency_of[k] = currencies.index(found.currency)
+        row_pair = np.full(n, len(present), dtype=np.int64)  # the NaN row for rows without usage
+        row_pair[has_usage] = inverse
+        prices = table[row_pair]
+        counts = [
+            _zero_filled(frame[name])
+            for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+        ]
+        cost = sum(counts[i] * prices[:, i] for i in range(4)) / 1_000_000
+        known = ~np.isnan(cost)
+        return frame.assign(
+            cost=pd.arrays.FloatingArray(np.where(known, cost, 0.0), ~known),
+            currency=pd.Categorical.from_codes(currency_of[row_pair], categories(currencies)),
+        )
 
     # --- files ---------------------------------------------------------------------
 
@@ -225,6 +238,15 @@ class PriceTable:
     def deepseek_example(cls) -> PriceTable:
         """The documented example table (``DEEPSEEK_EXAMPLE``): DeepSeek's published USD prices, dated."""
         return cls(DEEPSEEK_EXAMPLE)
+
+
+def _zero_filled(column: pd.Series) -> np.ndarray[Any, Any]:
+    """A count column as float64 with missing counts as 0 (fast for the masked Int64 columns)."""
+    array = column.array
+    if isinstance(array, pd.arrays.IntegerArray):
+        values: np.ndarray[Any, Any] = np.asarray(array._data, dtype=np.float64)
+        return np.where(array._mask, 0.0, values)
+    return np.asarray(column.fillna(0).to_numpy(dtype=np.float64))
 
 
 def _toml_value(value: Any) -> str:

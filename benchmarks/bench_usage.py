@@ -1,0 +1,171 @@
+"""Usage-layer benchmarks, side by side in one run.
+
+1. 1,000,000 usage records → DataFrame: ``UsageLog.to_frame()`` (column-wise,
+   from typed arrays) against building the same frame row by row,
+   ``pd.DataFrame(list_of_dicts)`` — bare, and cast to the same dtypes.
+   Targets: to_frame under 1.5 s, and at least 3x faster than row by row.
+2. ``summary()`` on those 1,000,000 rows (by provider and model).
+3. (i9-dsh) reading a 100 MB DeepSeek Harness session log against a plain
+   ``json.loads`` loop — see the marked section below.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
+the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from chunkscope.protocol import (
+    FinishReason,
+    LlmError,
+    ReasoningBlock,
+    StreamResult,
+    TextBlock,
+    Timings,
+    TokenUsage,
+)
+from chunkscope.usage import COLUMNS, Price, PriceTable, UsageLog, summary
+
+MODELS = [
+    ("deepseek", "deepseek-chat"),
+    ("deepseek", "deepseek-reasoner"),
+    ("anthropic", "claude"),
+    ("local", "text"),
+]
+
+
+def results() -> list[StreamResult]:
+    """A handful of attempts of every shape, cycled through the records."""
+    t = Timings(first_chunk_s=0.21, chunk_times=[], total_s=1.7, started_at=1_780_000_000.0)
+    stop = FinishReason(kind="stop")
+    return [
+        StreamResult(
+            blocks=[TextBlock(text="hi")],
+            usage=TokenUsage(input_tokens=120, output_tokens=40, cache_read_tokens=7680),
+            finish=stop,
+            timings=t,
+        ),
+        StreamResult(
+            blocks=[ReasoningBlock(text="hm"), TextBlock(text="ok")],
+            usage=TokenUsage(input_tokens=12, output_tokens=300, reasoning_tokens=200),
+            finish=stop,
+            timings=t,
+        ),
+        StreamResult(blocks=[TextBlock(text="par")], error=LlmError("dropped", "TRANSPORT"), timings=t),
+        StreamResult(error=LlmError("slow down", "RATE_LIMIT", status=429), timings=Timings(total_s=0.05)),
+        StreamResult(blocks=[TextBlock(text="x")], finish=stop, timings=t),  # usage missing
+    ]
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times = []
+    value = None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), value
+
+
+def fill_log(rows: int) -> tuple[UsageLog, float]:
+    prices = PriceTable(
+        [Price("*", "deepseek-chat", cache_miss_input=0.27, cache_hit_input=0.07, output=1.1)]
+    )
+    log = UsageLog(prices=prices)
+    shapes = results()
+    start = time.perf_counter()
+    record = log.record
+    n_shapes, n_models = len(shapes), len(MODELS)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unpriced models warn once each
+        for i in range(rows):
+            provider, model = MODELS[i % n_models]
+            record(
+                shapes[i % n_shapes],
+                provider=provider,
+                model=model,
+                call_id=f"c{i // 2}",
+                attempt=i % 2 + 1,
+                final=bool(i % 2),
+            )
+    return log, time.perf_counter() - start
+
+
+def as_dicts(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The same rows as plain Python dicts — what a row-by-row collector would have built."""
+    columns = {name: frame[name].astype(object).where(frame[name].notna(), None).tolist() for name in frame}
+    names = list(columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def row_by_row(rows: list[dict[str, Any]], typed: bool) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    if typed:
+        frame = frame.astype({name: dtype for name, dtype in COLUMNS.items() if name != "started_at"})
+        frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True).astype(COLUMNS["started_at"])
+    return frame
+
+
+def bench_frame(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    log, record_s = fill_log(rows)
+    print(f"recorded {rows:,} attempts in {record_s:.2f} s ({record_s / rows * 1e6:.2f} µs per record)")
+    frame_s, frame = best(log.to_frame, repeat)
+    dicts = as_dicts(frame)
+    bare_s, _ = best(lambda: row_by_row(dicts, typed=False), repeat)
+    typed_s, typed = best(lambda: row_by_row(dicts, typed=True), repeat)
+    dicts.clear()  # free the million dicts before the next section
+    assert list(typed.columns) == list(frame.columns)
+    pd.testing.assert_frame_equal(typed, frame, check_categorical=False)  # the same frame, both ways
+    print(f"\n{rows:,} records -> DataFrame")
+    print(f"  UsageLog.to_frame()                       {frame_s:8.3f} s   (target < 1.5 s)")
+    print(f"  pd.DataFrame(list_of_dicts)               {bare_s:8.3f} s   {bare_s / frame_s:6.1f}x slower")
+    print(
+        f"  pd.DataFrame(list_of_dicts) + dtypes      {typed_s:8.3f} s   {typed_s / frame_s:6.1f}x slower"
+        "   (target >= 3x)"
+    )
+    report["frame"] = frame
+    report["to_frame_s"] = frame_s
+
+
+def bench_summary(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    frame = report["frame"]
+    summary_s, table = best(lambda: summary(frame, by=["provider", "model"]), repeat)
+    overall_s, _ = best(lambda: summary(frame, by=[]), repeat)
+    print(f"\nsummary() on {len(frame):,} rows")
+    print(f"  by provider, model ({len(table)} groups)        {summary_s:8.3f} s")
+    print(f"  overall                                   {overall_s:8.3f} s")
+
+
+# --- session log (issue 9 section 7; the i9-dsh branch adds it here) ---------------------
+# def bench_session_log(rows: int, repeat: int, report: dict[str, Any]) -> None:
+#     """read_dsh_session on a ~100 MB session.jsonl vs a plain json.loads loop (target within 2x)."""
+# ...and append it to SECTIONS below.
+# ------------------------------------------------------------------------------------------
+
+SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [bench_frame, bench_summary]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    report: dict[str, Any] = {}
+    for section in SECTIONS:
+        section(args.rows, args.repeat, report)
+    print(json.dumps({"rows": args.rows, "to_frame_s": round(report["to_frame_s"], 3)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""What the live usage summary shows, as plain JSON data, and its static, escaped HTML copy.
+
+``usage_state(log)`` is read from the log's running totals (no frame is built
+while a batch runs); ``usage_html(state)`` is the ``text/html`` a saved
+notebook shows without JavaScript. ``static/usage.js`` draws the same state
+with the same class names. Needs no widget library.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+__all__ = ["USAGE_STATE_VERSION", "usage_css", "usage_html", "usage_state"]
+
+USAGE_STATE_VERSION = 1
+_STATIC = Path(__file__).parent / "static"
+
+TOKEN_KINDS = (
+    ("input", "input_tokens", "input (uncached)"),
+    ("cacheRead", "cache_read_tokens", "cache read"),
+    ("cacheWrite", "cache_write_tokens", "cache write"),
+    ("output", "output_tokens", "output"),
+    ("reasoning", "reasoning_tokens", "of which reasoning"),
+)
+
+
+def usage_state(log: Any, title: str = "") -> dict[str, Any]:
+    """The summary of ``log`` (a ``UsageLog``) as the widget's JSON state.
+
+    Its numbers are those of ``summary(log.to_frame(), by=[])``: calls,
+    attempts, errors (total and by code), token sums by kind, cache hit rate,
+    cost so far; plus the running batch's progress.
+    """
+    totals = log.totals()
+    progress = log.progress
+    by_code = sorted(totals["errors_by_code"].items(), key=lambda item: (-item[1], item[0]))
+    return {
+        "v": USAGE_STATE_VERSION,
+        "title": title,
+        "calls": totals["calls"],
+        "attempts": totals["attempts"],
+        "errors": totals["errors"],
+        "errorsByCode": [[code, n] for code, n in by_code],
+        "tokens": {key: totals[column] for key, column, _ in TOKEN_KINDS},
+        "billedInput": totals["billed_input_tokens"],
+        "cacheHitRate": totals["cache_hit_rate"],
+        "cost": totals["cost"],
+        "currency": totals.get("currency"),
+        "unpriced": totals["unpriced_rows"],
+        "progress": list(progress) if progress is not None else None,
+    }
+
+
+def usage_css() -> str:
+    """The usage summary's stylesheet (``static/usage.css``)."""
+    return (_STATIC / "usage.css").read_text(encoding="utf-8")
+
+
+def format_count(n: int) -> str:
+    return f"{n:,}"
+
+
+def format_rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f}%"
+
+
+def format_cost(cost: float | None, currency: str | None) -> str:
+    if cost is None:
+        return "-"
+    return f"{cost:.6f} {currency}" if currency else f"{cost:.6f}"
+
+
+def usage_html(state: dict[str, Any], *, include_css: bool = True) -> str:
+    """``state`` as one escaped HTML fragment (inline ``<style>``, no script)."""
+    out: list[str] = []
+    if include_css:
+        out.append(f"<style>{usage_css()}</style>")
+    progress = state.get("progress")
+    done, total = (progress[0], progress[1]) if progress else (None, None)
+    attrs = f' data-calls="{int(state["calls"])}" data-errors="{int(state["errors"])}"'
+    if done is not None:
+        attrs += f' data-done="{int(done)}" data-total="{int(total or 0)}"'
+    out.append(f'<div class="cs-usage cs-static"{attrs}>')
+    title = state.get("title") or "Token usage"
+    out.append(f'<div class="cs-usage-head"><span class="cs-usage-title">{escape(str(title))}</span></div>')
+    if done is not None:
+        pct = 100.0 * done / total if total else 100.0
+        out.append(
+            '<div class="cs-usage-progress">'
+            f'<div class="cs-usage-bar"><div class="cs-usage-fill" style="width:{pct:.1f}%"></div></div>'
+            f'<span class="cs-usage-progress-text">{int(done)} / {int(total or 0)} calls</span></div>'
+        )
+    stats = [
+        ("calls", "calls", format_count(state["calls"])),
+        ("attempts", "attempts", format_count(state["attempts"])),
+        ("errors", "errors", format_count(state["errors"])),
+        ("cacheHitRate", "cache hit rate", format_rate(state.get("cacheHitRate"))),
+        ("cost", "cost so far", format_cost(state.get("cost"), state.get("currency"))),
+    ]
+    out.append('<div class="cs-usage-stats">')
+    for field, label, value in stats:
+        out.append(
+            f'<div class="cs-usage-stat"><span class="cs-usage-label">{escape(label)}</span>'
+            f'<span class="cs-usage-value" data-field="{field}">{escape(value)}</span></div>'
+        )
+    out.append("</div>")
+    out.append('<div class="cs-usage-tokens">')
+    tokens = state.get("tokens") or {}
+    for key, _, label in TOKEN_KINDS:
+        out.append(
+            f'<span class="cs-usage-token" data-kind="{key}">'
+            f'<span class="cs-usage-label">{escape(label)}</span> '
+            f'<span class="cs-usage-value" data-field="tokens.{key}">'
+            f"{escape(format_count(int(tokens.get(key) or 0)))}</span></span>"
+        )
+    out.append("</div>")
+    codes = state.get("errorsByCode") or []
+    if codes:
+        out.append('<div class="cs-usage-errors">')
+        for code, n in codes:
+            out.append(
+                f'<span class="cs-usage-code" data-code="{escape(str(code))}">{escape(str(code))} '
+                f"<b>{int(n)}</b></span>"
+            )
+        out.append("</div>")
+    if state.get("unpriced"):
+        out.append(f'<div class="cs-usage-note">{int(state["unpriced"])} attempts of unpriced models</div>')
+    out.append("</div>")
+    return "".join(out)
