@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chunkscope.protocol import (
     BlockStart,
@@ -655,7 +657,62 @@ def test_last_line_without_newline_is_read(tmp_path: Path) -> None:
     assert session.turn_ends == {1: {"kind": "completed"}}
 
 
+def test_the_reader_is_on_the_top_level_face() -> None:
+    import chunkscope as cs
+
+    assert cs.read_dsh_session is read_dsh_session
+    assert cs.DshLogError is DshLogError
+
+
 def test_empty_file_is_a_header_error(tmp_path: Path) -> None:
     with pytest.raises(DshLogError) as caught:
         read_dsh_session(write(tmp_path / "session.jsonl", ""))
     assert (caught.value.line, caught.value.code) == (1, "header")
+
+
+# --- fuzzing: whatever the bytes, a DshLogError or a session, never another exception -----------------
+
+_FUZZ_BASE = (EXAMPLE_5A + EXAMPLE_5B_AND_RETRY).encode()
+
+
+@given(
+    edits=st.lists(st.tuples(st.integers(0, len(_FUZZ_BASE) - 1), st.integers(0, 255)), max_size=6),
+    cut=st.integers(0, len(_FUZZ_BASE)),
+)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_mangled_logs_give_a_session_or_a_dsh_log_error(
+    tmp_path: Path, edits: list[tuple[int, int]], cut: int
+) -> None:
+    data = bytearray(_FUZZ_BASE[:cut])
+    for position, value in edits:
+        if position < len(data):
+            data[position] = value
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(bytes(data))
+    for strict in (True, False):
+        try:
+            session = read_dsh_session(path, strict=strict)
+        except DshLogError as exc:
+            assert exc.line >= 1 and exc.code
+            continue
+        for attempt in session.attempts:
+            result = attempt.result  # building every result never raises either
+            assert result.profile == "dsh"
+        session.to_frame()
+
+
+@given(cut=st.integers(0, 4000))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_zstd_cut_anywhere_is_a_session_or_a_truncation_error(tmp_path: Path, cut: int) -> None:
+    whole = tmp_path / "whole.jsonl.zstd"
+    if not whole.exists():
+        write_session(whole, compress=True)
+    data = whole.read_bytes()
+    path = tmp_path / "cut.jsonl.zstd"
+    path.write_bytes(data[: min(cut, len(data))])
+    try:
+        session = read_dsh_session(path)
+    except DshLogError as exc:
+        assert exc.code in ("truncated", "header", "json", "zstd")
+    else:
+        assert cut >= len(data) or session.lines >= 1
