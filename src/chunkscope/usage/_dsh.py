@@ -169,9 +169,9 @@ class DshAttempt:
     message: dict[str, Any] | None = None
     interrupted: bool = False
     synthesized: bool = False
-    usage_from_message: bool = False
     timing_adjusted: bool = False
     _items: list[_Item] = field(default_factory=list, repr=False)
+    _usage_chunk: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
     _result: StreamResult | None = field(default=None, repr=False)
 
@@ -181,6 +181,11 @@ class DshAttempt:
         if self.kind == "compaction":
             return f"{self.session_id}:compaction:{self.line}"
         return f"{self.session_id}:{self.turn}:{self.step}"
+
+    @property
+    def usage_from_message(self) -> bool:
+        """True when no usage chunk was logged and the usage comes from the ``assistant/message``."""
+        return not self._usage_chunk and self.message is not None and _message_usage(self.message) is not None
 
     @property
     def result(self) -> StreamResult:
@@ -203,14 +208,13 @@ class DshAttempt:
             for chunk in chunks:
                 push(chunk)
         usage = assembler.usage
-        if usage is None and self.message is not None:
+        if usage is None and not self._usage_chunk and self.message is not None:
             usage = _message_usage(self.message)
-            self.usage_from_message = usage is not None
         return StreamResult(
             chunks=chunks,
             blocks=assembler.blocks(),
             usage=usage,
-            finish=assembler._finish if assembler.finished else None,
+            finish=assembler.finish if assembler.finished else None,
             error=None,
             violations=violations,
             timings=self._timings(times),
@@ -681,7 +685,9 @@ class _Reader:
         if attempt is None:
             attempt = self._attempt(key, time)
         attempt._items.append((time if _is_time(time) else None, chunk))
-        if type(chunk) is dict and chunk.get("type") == "finish":
+        if type(chunk) is dict and chunk.get("type") == "usage":
+            attempt._usage_chunk = True
+        elif type(chunk) is dict and chunk.get("type") == "finish":
             attempt._finished = True
             attempt.ended_ms = time if _is_time(time) else None
             del self.open[key]
@@ -897,6 +903,7 @@ class _Reader:
         usage = data.get("usage")
         if type(usage) is dict:
             attempt._items.append((t, {"type": "usage", "usage": usage}))
+            attempt._usage_chunk = True
         attempt._items.append((t, {"type": "finish", "reason": {"kind": "stop"}}))
         attempt._finished = True
         attempt.started_ms = attempt.ended_ms = t
