@@ -89,6 +89,7 @@ def test_untimed_log_gives_missing_times_not_zero(tmp_path: Path) -> None:
     assert frame["started_at"].isna().all()
     assert frame["ttfc_s"].isna().all()
     assert all(math.isnan(value) for value in frame["duration_s"])
+    assert frame["output_tokens_per_s"].isna().all()
 
 
 def _sessions(root: Path, count: int) -> list[Path]:
