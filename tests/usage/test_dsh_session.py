@@ -628,7 +628,7 @@ def test_record_into_hands_every_attempt_to_a_usage_sink(tmp_path: Path) -> None
         "step": "1",
         "kind": "step",
     }
-    assert sink.calls[0][0] is session.attempts[0].result
+    assert sink.calls[0][0].chunks == session.attempts[0].result.chunks
 
 
 def test_deltas_are_typed_models_that_a_timeline_can_render(tmp_path: Path) -> None:

@@ -299,13 +299,18 @@ class DshSession:
     def record_into(self, sink: Any, *, tags: Mapping[str, str] | None = None) -> Any:
         """Record every attempt into ``sink`` (a ``UsageSink`` such as ``UsageLog``); returns ``sink``.
 
-        Each attempt is recorded with its provider and model (``"unknown"`` when
+        Results not built yet are built for the record and not cached (so a
+        large session is never held as chunk models all at once). Each attempt
+        is recorded with its provider and model (``"unknown"`` when
         the log does not say), ``call_id``, attempt number and ``final`` flag,
         and tags ``session``, ``turn``, ``step`` and ``kind`` (plus ``tags``).
         """
         for attempt in self.attempts:
+            # A result not already built is built for the record and not kept: a big log's frame
+            # never holds every chunk of the session at once.
+            result = attempt._result if attempt._result is not None else attempt._build()
             sink.record(
-                attempt.result,
+                result,
                 provider=attempt.provider or "unknown",
                 model=attempt.model or "unknown",
                 tags={
