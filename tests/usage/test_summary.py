@@ -112,3 +112,26 @@ def test_percentiles_are_their_own_function_for_other_engines_to_adapt() -> None
     p = latency_percentiles(frame, ["provider"])
     assert list(p.columns) == ["ttfc_p50_s", "ttfc_p95_s", "duration_p50_s", "duration_p95_s"]
     assert p.loc["b", "ttfc_p50_s"] == pytest.approx(0.3)
+
+
+def test_expand_tags_gives_a_column_per_key_to_group_by() -> None:
+    from chunkscope.usage import expand_tags
+
+    log = UsageLog()
+    for tags in ({"exp": "a", "user": "x"}, {"exp": "b"}, None, {"exp": "a"}):
+        log.record(result(TokenUsage(input_tokens=1, output_tokens=1)), provider="p", model="m", tags=tags)
+    frame = expand_tags(log.to_frame())
+    assert frame["tag.exp"].astype(object).where(frame["tag.exp"].notna(), None).tolist() == [
+        "a",
+        "b",
+        None,
+        "a",
+    ]
+    assert frame["tag.user"].astype(object).where(frame["tag.user"].notna(), None).tolist() == [
+        "x",
+        None,
+        None,
+        None,
+    ]
+    table = summary(frame, by=["tag.exp"])
+    assert table.loc["a", "calls"] == 2 and table.loc["b", "calls"] == 1

@@ -17,8 +17,10 @@ from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
+from ._tags import expand_tags
 
 __all__ = [
+    "expand_tags",
     "tokens_per_call",
     "plot_usage",
     "to_otel_attributes",

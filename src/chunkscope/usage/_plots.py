@@ -70,7 +70,8 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     top.set_xlabel("call (in start order)")
     top.set_ylabel("tokens")
     top.set_title(title or "Tokens per call, by kind")
-    legend = top.legend(frameon=False, ncols=min(len(kinds), 5), loc="upper left")
+    # Outside the axes, to the right: a legend inside would cover the tallest bars.
+    legend = top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for text in legend.get_texts():
         text.set_color(_INK)
 
@@ -79,6 +80,8 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
         cumulative = priced["cost"].astype("float64").cumsum()
         series = pd.Series(cumulative.to_numpy(), index=priced["started_at"].to_numpy())
         series.plot(ax=bottom, drawstyle="steps-post", color=KIND_COLORS["output"], linewidth=2)
+        # From 0 (an axis that starts above 0 exaggerates the growth), with headroom over the total.
+        bottom.set_ylim(0, float(cumulative.max()) * 1.08 or 1.0)
         currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
         bottom.set_ylabel(f"cost ({', '.join(currencies) or 'unknown currency'})")
         unpriced = int((frame["cost"].isna() & frame["input_tokens"].notna()).sum())
