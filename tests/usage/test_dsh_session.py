@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -716,3 +717,20 @@ def test_zstd_cut_anywhere_is_a_session_or_a_truncation_error(tmp_path: Path, cu
         assert exc.code in ("truncated", "header", "json", "zstd")
     else:
         assert cut >= len(data) or session.lines >= 1
+
+
+def test_a_zstd_bomb_line_is_refused_with_bounded_memory(tmp_path: Path) -> None:
+    # 64 MB of one byte with no newline compresses to a few KB; the reader never holds it whole.
+    bomb = zstandard.ZstdCompressor().compress(b"x" * 64_000_000)
+    header = zstandard.ZstdCompressor().compress(EXAMPLE_5A.encode())
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(header + bomb)
+    tracemalloc.start()
+    try:
+        session = read_dsh_session(path, strict=False, max_line_bytes=1_000_000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(p.line, p.code) for p in session.problems] == [(EXAMPLE_5A.count("\n") + 1, "line-too-long")]
+    assert len(session.steps) == 1
+    assert peak < 24_000_000

@@ -101,7 +101,8 @@ MAX_DEPTH = 64
 MAX_GAP_MS = 60_000
 """A packed row's ``dt`` gap is clamped to 0…this many milliseconds."""
 
-_FEED = 2048  # compressed bytes fed per zstd call: bounds the output one call can produce
+_BLOCK = 1 << 20  # bytes read (or decompressed) at a time
+_FEED = 256  # compressed bytes fed per zstd call: bounds what one call can produce (a few MiB at most)
 _DECODE_ERRORS = (ValueError, RecursionError)
 
 AttemptKind = Literal["step", "compaction"]
@@ -366,26 +367,31 @@ class _ZstdFrames:
         self._dctx = zstandard.ZstdDecompressor()
         self._obj = self._dctx.decompressobj()
         self._in_frame = False
-        self._pending = b""
-        self._offset = 0
         self._error: _Corrupt | None = None  # raised once the output before it has been read
 
-    def read_block(self, size: int = -1) -> bytes:
-        """The next decompressed piece (what one input feed gave); b"" at the end."""
-        while self._offset >= len(self._pending):
+    def read_block(self, size: int = _BLOCK) -> bytes:
+        """The next decompressed bytes: at least ``size`` unless the stream ends; b"" at the end.
+
+        Input goes in ``_FEED``-byte pieces, so one piece of a decompression bomb
+        adds at most a few MiB before the caller sees it.
+        """
+        out: list[bytes] = []
+        total = 0
+        while total < size:
             if self._error is not None:
+                if out:
+                    break  # the output before the corruption first
                 raise self._error
             data = self._source.read(_FEED)
             if not data:
-                if self._in_frame:
+                if self._in_frame and not out:
                     raise _Truncated("the zstd stream ends inside a frame (the file is truncated)")
-                return b""
-            self._pending = self._feed(data)
-            self._offset = 0
-        out = self._pending[self._offset :] if self._offset else self._pending
-        self._pending = b""
-        self._offset = 0
-        return out
+                break
+            piece = self._feed(data)
+            if piece:
+                out.append(piece)
+                total += len(piece)
+        return b"".join(out)
 
     def _feed(self, data: bytes) -> bytes:
         out: list[bytes] = []
@@ -408,7 +414,6 @@ class _Truncated(Exception):
     pass
 
 
-_BLOCK = 1 << 20  # bytes read at a time from a plain file
 _TOO_LONG = object()  # stands for a line over the limit in a batch stream
 
 
