@@ -31,7 +31,8 @@ Decisions where the format description is open
   Logs without ``time`` (the harness's committed logs) give attempts with no
   timings: ``Timings()`` with ``first_chunk_s=None`` and ``DshAttempt.started_ms`` None.
 * **Forked child sessions**: the first ``seedLength`` events (the parent's,
-  counted as decoded events, packed rows counting one per member) are skipped
+  counted as decoded events, packed rows counting one per member; or those up
+  to ``session/end-seed``, whichever comes first) are skipped
   for calls unless ``include_seed=True``, so reading a parent and its children
   counts each call once.
 * **``compaction/summary``** with ``usage`` or ``llmStreamCall``: a billed call
@@ -54,6 +55,7 @@ Decisions where the format description is open
 
 StreamResults are built lazily, on first access of ``DshAttempt.result``: the
 read itself decodes and validates every line but builds no chunk models.
+``to_frame`` / ``record_into`` build the results they need without keeping them.
 """
 
 from __future__ import annotations
