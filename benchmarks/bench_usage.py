@@ -5,8 +5,8 @@
    ``pd.DataFrame(list_of_dicts)`` — bare, and cast to the same dtypes.
    Targets: to_frame under 1.5 s, and at least 3x faster than row by row.
 2. ``summary()`` on those 1,000,000 rows (by provider and model).
-3. (i9-dsh) reading a 100 MB DeepSeek Harness session log against a plain
-   ``json.loads`` loop — see the marked section below.
+3. reading a 100 MB DeepSeek Harness session log (generated at run time)
+   against a plain ``json.loads`` loop over its lines; target: within 2x.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
 the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
@@ -147,13 +147,49 @@ def bench_summary(rows: int, repeat: int, report: dict[str, Any]) -> None:
     print(f"  overall                                   {overall_s:8.3f} s")
 
 
-# --- session log (issue 9 section 7; the i9-dsh branch adds it here) ---------------------
-# def bench_session_log(rows: int, repeat: int, report: dict[str, Any]) -> None:
-#     """read_dsh_session on a ~100 MB session.jsonl vs a plain json.loads loop (target within 2x)."""
-# ...and append it to SECTIONS below.
+# --- session log (issue 9 section 7; the i9-dsh branch) -----------------------------------
+
+
+def bench_session_log(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    """read_dsh_session on a ~100 MB session.jsonl vs a plain json.loads loop (target within 2x).
+
+    The log (packed rows, the harness's default) is generated at run time in a
+    temporary directory by ``bench_dsh.generate``; ``CHUNKSCOPE_BENCH_SESSION_MB``
+    sets its size. ``benchmarks/bench_dsh.py`` has the fuller table (unpacked, zstd).
+    """
+    import os
+    import tempfile
+
+    from bench_dsh import generate, json_loop, measure, read_frame, read_only, read_results
+
+    megabytes = float(os.environ.get("CHUNKSCOPE_BENCH_SESSION_MB", "100"))
+    with tempfile.TemporaryDirectory(prefix="bench-usage-dsh-") as folder:
+        path = os.path.join(folder, "session.jsonl")
+        generate(path, megabytes, packed=True)
+        size = os.path.getsize(path)
+        # The rows that build millions of chunk models run after the light ones (memory footprint).
+        times = measure(
+            {"json.loads loop": lambda: json_loop(path), "read_dsh_session": lambda: read_only(path)}, repeat
+        )
+        times.update(
+            measure(
+                {
+                    "read_dsh_session + to_frame": lambda: read_frame(path),
+                    "read_dsh_session + every StreamResult": lambda: read_results(path),
+                },
+                repeat,
+            )
+        )
+    base = times["json.loads loop"]
+    print(f"\nsession log, {size / 1e6:.0f} MB (packed rows)")
+    for name, seconds in times.items():
+        print(f"  {name:<40} {seconds:8.3f} s  {seconds / base:5.2f}x")
+    report["session_log_ratio"] = times["read_dsh_session"] / base
+
+
 # ------------------------------------------------------------------------------------------
 
-SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [bench_frame, bench_summary]
+SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [bench_frame, bench_summary, bench_session_log]
 
 
 def main() -> None:

@@ -75,6 +75,14 @@ _EXPORTS: dict[str, str] = {
         ],
         ".usage",
     ),
+    # usage: DeepSeek Harness session logs and the Dask paths (issue 9, sections 7-8)
+    **dict.fromkeys(
+        [
+            "read_dsh_session", "read_dsh_sessions", "DshSession", "DshStep", "DshAttempt", "DshLogError",
+            "DshProblem",
+        ],
+        ".usage",
+    ),
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -202,12 +210,19 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .runtime import ToolResultEvent as ToolResultEvent
     from .runtime import tool as tool
     from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
+    from .usage import DshAttempt as DshAttempt
+    from .usage import DshLogError as DshLogError
+    from .usage import DshProblem as DshProblem
+    from .usage import DshSession as DshSession
+    from .usage import DshStep as DshStep
     from .usage import Price as Price
     from .usage import PriceTable as PriceTable
     from .usage import UnpricedModelWarning as UnpricedModelWarning
     from .usage import UsageLog as UsageLog
     from .usage import batch as batch
     from .usage import plot_usage as plot_usage
+    from .usage import read_dsh_session as read_dsh_session
+    from .usage import read_dsh_sessions as read_dsh_sessions
     from .usage import read_parquet as read_parquet
     from .usage import read_recordings as read_recordings
     from .usage import summary as summary

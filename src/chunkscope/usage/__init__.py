@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from ._batch import batch
 from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
+from ._dask import read_dsh_sessions, read_parquet_dask
+from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
+from ._dsh_writer import DshLogWriter
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
@@ -46,4 +49,14 @@ __all__ = [
     "errors_by_code",
     "latency_percentiles",
     "summary",
+    # DeepSeek Harness session logs (issue 9, sections 7-8)
+    "DshAttempt",
+    "DshLogError",
+    "DshLogWriter",
+    "DshProblem",
+    "DshSession",
+    "DshStep",
+    "read_dsh_session",
+    "read_dsh_sessions",
+    "read_parquet_dask",
 ]

@@ -389,9 +389,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
     counts = {name: _nullable_int(values) for name, values in snap["counts"].items()}
     has_input = ~counts["input_tokens"]._mask
     read = counts["cache_read_tokens"]
-    billed_values = (
-        counts["input_tokens"]._data + read._data + counts["cache_write_tokens"]._data
-    )
+    billed_values = counts["input_tokens"]._data + read._data + counts["cache_write_tokens"]._data
     billed = pd.arrays.IntegerArray(billed_values, ~has_input)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = read._data / billed_values

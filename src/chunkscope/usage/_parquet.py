@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Coroutine, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import pandas as pd
 
@@ -46,12 +46,22 @@ def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
+@overload
+def read_parquet(path: str | os.PathLike[str], *, dask: Literal[False] = False) -> pd.DataFrame: ...
+@overload
+def read_parquet(path: str | os.PathLike[str], *, dask: Literal[True]) -> Any: ...
+def read_parquet(path: str | os.PathLike[str], *, dask: bool = False) -> Any:
     """A usage frame from one Parquet file or a dataset directory (e.g. a ``UsageLog(path=...)``'s).
 
     Dtypes are those of ``COLUMNS``; the ``date`` partition column of a
     dataset is dropped (``started_at`` holds it). Rows come in file order.
+    ``dask=True`` returns a Dask DataFrame with one partition per file instead
+    (``read_parquet_dask``).
     """
+    if dask:
+        from ._dask import read_parquet_dask
+
+        return read_parquet_dask(path)
     source = Path(path)
     if source.is_dir() and not any(source.rglob("*.parquet")):
         return empty_frame()

@@ -106,6 +106,16 @@ class PriceTable:
     def __repr__(self) -> str:
         return f"PriceTable({len(self._prices)} prices)"
 
+    # Dask: a table is shipped to workers (pickled without its lock) and hashed by its prices.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"prices": list(self._prices.values())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["prices"])  # type: ignore[misc]
+
+    def __dask_tokenize__(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
     def price(self, provider: str, model: str) -> Price | None:
         """The price for ``provider``/``model`` (or for ``*``/``model``), else None."""
         return self._prices.get((provider, model)) or self._prices.get(("*", model))
@@ -144,8 +154,12 @@ class PriceTable:
 
         Vectorised over the distinct provider/model pairs (category codes, no
         per-row Python). Rows without usage and rows of an unpriced model get
-        ``<NA>``; each unpriced model is warned about once.
+        ``<NA>``; each unpriced model is warned about once. A Dask DataFrame
+        gets the same, partition by partition (lazily).
         """
+        if not isinstance(frame, pd.DataFrame) and hasattr(frame, "map_partitions"):
+            meta = self.add_costs(frame._meta)
+            return frame.map_partitions(self.add_costs, meta=meta)
         n = len(frame)
         provider = frame["provider"].astype("category")
         model = frame["model"].astype("category")
