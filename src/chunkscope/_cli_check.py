@@ -1,6 +1,7 @@
 """``chunkscope check FILE...``: the protocol rules over recorded streams, for people and for CI.
 
-Each file is a chunk log or a recording (see ``_cli_inputs``). Its violations are
+Each file is a chunk log, a recording or a DeepSeek Harness session log — one stream per
+attempt (see ``_cli_inputs``). Its violations are
 listed as a table — chunk position, chunk type, severity, rule id, message — or,
 with ``--format json``, as one JSON document on stdout.
 
@@ -36,9 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
 
-CHECK_HELP = "check recorded streams (chunk logs or recordings) against the StreamChunk rules"
+CHECK_HELP = (
+    "check recorded streams (chunk logs, recordings, DeepSeek Harness session logs) "
+    "against the StreamChunk rules"
+)
 
-_KIND_NAMES = {"chunks": "chunk log", "recording": "recording"}
+_KIND_NAMES = {"chunks": "chunk log", "recording": "recording", "dsh": "session log"}
 
 
 def _chunk_type(violation: Violation) -> str:
@@ -163,7 +167,12 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         description=CHECK_HELP
         + ". Exit status: 0 clean (warnings allowed), 1 an error-severity violation, 2 unreadable input.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="a chunk log (JSONL) or a recording")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a chunk log (JSONL), a recording or a session log (.jsonl / .jsonl.zstd)",
+    )
     parser.add_argument(
         "--profile",
         choices=PROFILE_CHOICES,

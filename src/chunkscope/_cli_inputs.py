@@ -1,17 +1,21 @@
 """What ``chunkscope check`` and ``chunkscope show`` read: the recorded streams in any file a user names.
 
-Two kinds of file are recognised by their first non-blank line:
+Three kinds of file are recognised by their first non-blank line:
 
 * a **recording** (``RecordingAdapter``'s JSONL): the header line
   ``{"recording": "chunkscope", ...}``, then ``{"t", "chunk"}`` lines and maybe
   one ``{"t", "error"}`` line;
 * a **chunk log** (``write_chunks`` / the TypeScript harness's JSONL): one chunk
-  object per line, the first one with a chunk ``type``.
+  object per line, the first one with a chunk ``type``;
+* a **DeepSeek Harness session log** (``session.jsonl``): the header line
+  ``{"type": "session", ...}``, then the harness's events; read by
+  ``chunkscope.read_dsh_session`` into one stream per model-call attempt. Its
+  zstd form (``session.jsonl.zstd``) is recognised by the zstd magic bytes,
+  before the binary-file refusal.
 
 :func:`detect_kind` is the one place that tells them apart, and a reader in
 :data:`_READERS` turns a file of each kind into the streams it holds (one for
-these two), so another kind — a DeepSeek Harness session log, one stream per
-step — is one more branch there and one more reader. Every file is bounded
+the first two, one per attempt for a session log). Every file is bounded
 before any reader sees it: a file over
 :data:`MAX_BYTES`, a binary file, text that is not UTF-8, JSON nested too deep
 or a line that is not JSON is an :class:`InputError` — one sentence naming the
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BYTES",
     "PROFILE_CHOICES",
+    "ZSTD_MAGIC",
     "InputError",
     "analyze",
     "pipe_safe",
@@ -147,7 +152,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 def detect_kind(first: Any) -> str | None:
     """The kind of file whose first non-blank line parses to ``first``: ``"recording"``,
-    ``"chunks"``, or None when it is neither.
+    ``"chunks"``, ``"dsh"`` (a DeepSeek Harness session log), or None when it is none of them.
     """
     if not isinstance(first, dict):
         return None
@@ -155,6 +160,8 @@ def detect_kind(first: Any) -> str | None:
         return "recording"
     if first.get("type") in CHUNK_TYPES:
         return "chunks"
+    if first.get("type") == "session":
+        return "dsh"
     return None
 
 
@@ -193,16 +200,86 @@ def _read_recording(path: str, text: str) -> list[LoadedStream]:
     ]
 
 
+def _attempt_label(attempt: Any) -> str:
+    if attempt.kind == "compaction":
+        return f"compaction, line {attempt.line}"
+    return f"turn {attempt.turn} step {attempt.step} attempt {attempt.attempt}"
+
+
+def _read_dsh(path: str, text: str | None) -> list[LoadedStream]:
+    """A session log's attempts, one stream each (in the order the log started them)."""
+    from chunkscope import DshLogError, read_dsh_session
+
+    del text  # the session-log reader reads (and decompresses) the file itself, bounded per line
+    try:
+        session = read_dsh_session(path)
+    except DshLogError as exc:
+        raise InputError(
+            f"{path}, line {exc.line}: not a readable session log ({exc}) [{exc.code}]"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path}: {_MAX_DEPTH_NOTE}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    streams = []
+    for attempt in session.attempts:
+        result = attempt.result
+        timed = result.timings.first_chunk_s is not None and len(result.timings.chunk_times) == len(
+            result.chunks
+        )
+        header = {
+            "provider": attempt.provider or "unknown",
+            "model": attempt.model or "unknown",
+            "adapter": "DeepSeek Harness",
+            "session": session.id,
+            "call_id": attempt.call_id,
+            "attempt": attempt.attempt,
+            "final": attempt.final,
+        }
+        if attempt.started_ms is not None:
+            header["started_ms"] = attempt.started_ms
+        streams.append(
+            LoadedStream(
+                path=path,
+                kind="dsh",
+                chunks=list(result.chunks),
+                label=_attempt_label(attempt),
+                times=list(result.timings.chunk_times) if timed else None,
+                header=header,
+            )
+        )
+    if not streams:
+        raise InputError(f"{path}: a session log with no model call in it")
+    return streams
+
+
 # kind -> reader (path, the file's text) -> the streams it holds (a session log holds several)
 _READERS: dict[str, Callable[[str, str], list[LoadedStream]]] = {
     "chunks": _read_chunk_log,
     "recording": _read_recording,
+    "dsh": _read_dsh,
 }
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""The first four bytes of a zstd frame: a compressed session log (``session.jsonl.zstd``)."""
+
+
+def _is_zstd(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == ZSTD_MAGIC
+    except OSError:
+        return False  # _read_text names the problem
 
 
 def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
     """Every recorded stream in ``path``, whatever its kind; ``InputError`` if it cannot be read."""
     name = os.fspath(path)
+    if os.path.isfile(name) and _is_zstd(name):
+        size = os.stat(name).st_size
+        if size > MAX_BYTES:
+            raise InputError(f"{name}: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
+        return _read_dsh(name, None)
     text = _read_text(name)
     first = next(_lines(text), None)
     if first is None:
@@ -210,8 +287,9 @@ def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
     kind = detect_kind(_loads(first[1], name, first[0]))
     if kind is None:
         raise InputError(
-            f"{name}, line {first[0]}: neither a chunkscope recording (header line) nor a chunk log "
-            '(a chunk object, such as {"type": "block-start", ...})'
+            f"{name}, line {first[0]}: not a chunkscope recording (header line), a chunk log "
+            '(a chunk object, such as {"type": "block-start", ...}) '
+            'or a session log ({"type": "session", ...})'
         )
     return _READERS[kind](name, text)
 

@@ -131,7 +131,7 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
 
     title = Text(printable(stream.name), style="bold")
     facts = Text()
-    if stream.kind == "recording":
+    if stream.kind in ("recording", "dsh"):  # a session log names them per attempt
         header = stream.header
         for name in ("provider", "model", "adapter"):
             if isinstance(header.get(name), str):

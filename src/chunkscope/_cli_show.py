@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["SHOW_HELP", "add_show_parser", "run_show"]
 
 SHOW_HELP = (
-    "draw a recorded stream (chunk log or recording) in the terminal: lanes, usage, finish, violations"
+    "draw a recorded stream (chunk log, recording or session log) in the terminal: lanes, usage, finish, "
+    "violations"
 )
 
 
@@ -66,7 +67,11 @@ def _width(text: str) -> int:
 def add_show_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``chunkscope show``."""
     parser = subparsers.add_parser("show", help=SHOW_HELP, description=SHOW_HELP)
-    parser.add_argument("file", metavar="FILE", help="a chunk log (JSONL) or a recording")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="a chunk log (JSONL), a recording or a session log (.jsonl / .jsonl.zstd)",
+    )
     parser.add_argument(
         "--profile", choices=PROFILE_CHOICES, default="strict", help="rule profile (default strict)"
     )

@@ -2,7 +2,9 @@
 
 Each file is read by ``_cli_inputs`` (bounded, refused with one sentence when it
 cannot be read) and must carry a provider and a model: a recording (its header
-names them). Every stream becomes one attempt of a usage frame (``UsageLog``),
+names them) or a DeepSeek Harness session log (``.jsonl`` or ``.jsonl.zstd``;
+its attempts are recorded as ``DshSession.record_into`` records them: retries
+share a call id). Every recorded stream becomes one attempt of a usage frame (``UsageLog``),
 costs come from ``--prices`` (a ``PriceTable`` file, ``.toml`` or ``.json``), and
 ``chunkscope.summary`` groups it ``--by`` the named frame columns.
 
@@ -32,9 +34,12 @@ if TYPE_CHECKING:
 
 __all__ = ["USAGE_HELP", "add_usage_parser", "build_frame", "run_usage"]
 
-USAGE_HELP = "the usage summary (calls, errors by code, tokens, cache hits, cost, latency) of recordings"
+USAGE_HELP = (
+    "the usage summary (calls, errors by code, tokens, cache hits, cost, latency) of recordings "
+    "and DeepSeek Harness session logs"
+)
 
-_USABLE_KINDS = ("recording",)
+_USABLE_KINDS = ("recording", "dsh")
 """File kinds that name their provider and model (a chunk log names neither)."""
 
 _OUTPUT_SUFFIXES = (".csv", ".parquet")
@@ -93,8 +98,14 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
             if unusable:
                 raise InputError(
                     f"{path}: a chunk log names no provider or model; usage reads recordings "
-                    "(chunkscope record, RecordingAdapter)"
+                    "(chunkscope record, RecordingAdapter) and session logs"
                 )
+            if streams[0].kind == "dsh":
+                # the session-log reader's own record: call ids, attempts, retries and tags as in its frame
+                from chunkscope import read_dsh_session
+
+                read_dsh_session(path).record_into(log)
+                continue
             for stream in streams:
                 _record(log, stream, _call_id(path, stream))
         except InputError as exc:
@@ -188,7 +199,7 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
         collapse_padding=True,
     )
     for key in keys:
-        out.add_column(key, no_wrap=True)
+        out.add_column(key, overflow="fold")  # long names wrap; the figures never do
     for _, title in _TABLE_COLUMNS:
         title = f"{title} {currency}" if title == "cost" and currency else title
         out.add_column(title, justify="right", min_width=len(title), no_wrap=True)
@@ -286,7 +297,10 @@ def add_usage_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         + ". Exit status: 0 summarised, 2 bad arguments or a file that cannot be read (then no summary).",
     )
     parser.add_argument(
-        "files", nargs="+", metavar="FILE", help="a recording (chunkscope record, RecordingAdapter)"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a recording (chunkscope record, RecordingAdapter) or a session log (.jsonl / .jsonl.zstd)",
     )
     parser.add_argument(
         "--by",

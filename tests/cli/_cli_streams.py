@@ -58,3 +58,22 @@ def write_recording(path: Path, chunks: list[dict[str, Any]], error: cs.LlmError
     )
     asyncio.run(cs.collect(recorder.stream(options)))
     return path
+
+
+def write_session_log(path: Path, *, compress: bool = False) -> Path:
+    """A DeepSeek Harness session log (the dsh module's writer): turn 1 step 1 the clean example;
+    turn 2 step 1 a TRANSPORT failure after 2 chunks, then its retry (the example again)."""
+    from chunkscope.usage import DshLogWriter
+
+    failed = [*example()[:2], {"type": "finish", "reason": {"kind": "error", "failure": TRANSPORT}}]
+    with DshLogWriter(path, compress=compress, session_id="sess-cli") as log:
+        log.turn_start(1)
+        log.step(1, 1, example())
+        log.turn_end(1)
+        log.turn_start(2)
+        log.step(2, 1, example(), failed=[failed], model="deepseek-v4-pro")
+        log.turn_end(2)
+    return path
+
+
+TRANSPORT = {"message": "DeepSeek API stream failed", "code": "TRANSPORT"}

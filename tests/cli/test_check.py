@@ -159,9 +159,15 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
     empty.write_text("\n\n", encoding="utf-8")
     other = tmp / "other.json"
     other.write_text('{"name": "not a stream"}\n', encoding="utf-8")
-    # another JSONL with a "type" (a DeepSeek Harness session log's header) is not read as chunks
+    # another JSONL with a "type" that is not a chunk's is not read as chunks
+    unknown = tmp / "events.jsonl"
+    unknown.write_text('{"type": "tool/call", "data": {}}\n', encoding="utf-8")
+    # a session log's header and nothing else: no stream to check
     session = tmp / "session.jsonl"
     session.write_text('{"type": "session", "version": 0, "id": "s1"}\n', encoding="utf-8")
+    # a session log of a version the harness refuses
+    future = tmp / "future.jsonl"
+    future.write_text('{"type": "session", "version": 7, "id": "s1"}\n', encoding="utf-8")
     version = tmp / "v9.jsonl"
     version.write_text('{"recording": "chunkscope", "version": 9}\n', encoding="utf-8")
     badline = tmp / "badline.jsonl"
@@ -177,8 +183,10 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
         "nan": (nan, "line 1: not valid JSON (NaN is not a JSON value)"),
         "too-deep": (deep, "nested too deeply"),
         "empty": (empty, "empty file"),
-        "not-a-stream": (other, "neither a chunkscope recording"),
-        "unknown-chunk-type": (session, "line 1: neither a chunkscope recording"),
+        "not-a-stream": (other, "not a chunkscope recording"),
+        "unknown-chunk-type": (unknown, "line 1: not a chunkscope recording"),
+        "empty-session-log": (session, "a session log with no model call in it"),
+        "session-log-version": (future, "line 1: not a readable session log"),
         # the recording format's own reader words these two: pin only where it points
         "recording-version": (version, "version 9"),
         "recording-bad-line": (badline, "line 2"),
@@ -198,6 +206,8 @@ BAD = [
     "empty",
     "not-a-stream",
     "unknown-chunk-type",
+    "empty-session-log",
+    "session-log-version",
     "recording-version",
     "recording-bad-line",
 ]
