@@ -196,3 +196,21 @@ def test_saved_adapter_notebook_shows_each_step_fault_and_abort(tmp_path: Path) 
     printed = "".join(output.get("text", "") for output in last.outputs)
     assert printed.startswith("DEEPSEEK_API_KEY is not set: skipping the real DeepSeek endpoint")
     assert not any(title.endswith("DeepSeek deepseek-chat") for title in by_title)
+
+
+@pytest.mark.slow
+def test_saved_usage_notebook_draws_the_session_log_and_summarises_it_on_dask(tmp_path: Path) -> None:
+    saved = _execute(NOTEBOOKS_DIR / "03-token-usage.ipynb", tmp_path)
+    by_title = {state["title"]: (data, state) for _, data, state in _timelines(saved)}
+    titles = [t for t in by_title if t.startswith("sess-1 · ")]
+    assert titles == [
+        "sess-1 · turn 1 step 1 attempt 1",
+        "sess-1 · turn 2 step 1 attempt 1",
+        "sess-1 · turn 2 step 1 attempt 2",
+    ]
+    for title in titles:
+        assert by_title[title][1]["violations"] == [], title
+    cut_html, _ = by_title["sess-1 · turn 2 step 1 attempt 1"]
+    assert "RATE_LIMIT" in cut_html["text/html"]  # the cut attempt's failure code, on its timeline
+    printed = "".join(output.get("text", "") for cell in saved.cells for output in cell.get("outputs", []))
+    assert "DataFrame with 4 partitions" in printed
