@@ -124,3 +124,14 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (README.parent / ".ci" / "run").read_text()
     assert re.search(r"^bash scripts/test\.sh$", ci, re.M), ci
     assert "set -euo pipefail" in ci
+
+
+def test_the_readme_scenario_table_is_the_providers_scenarios() -> None:
+    from chunkscope.provider import SCENARIOS
+
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Local provider scenarios") :].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (.*?) \|", section, re.M)
+    assert [name for name, _ in rows] == list(SCENARIOS), "paste the table from the provider's SCENARIOS"
+    for name, description in rows:
+        assert description.replace("\\|", "|") == SCENARIOS[name].description, name
