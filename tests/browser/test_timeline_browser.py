@@ -7,28 +7,17 @@ the DOM contract of the widget (``div.cs-timeline`` and its parts).
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
-import chunkscope as cs
+from _browser_docs import docs_screenshot
 
 if TYPE_CHECKING:
     from conftest import Lab
 
 pytestmark = pytest.mark.browser
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def _docs_screenshot(shot: Path, name: str) -> None:
-    """Copy an artifact to ``docs/<name>`` (committed, shown in the README) when asked or missing."""
-    target = DOCS / name
-    if os.environ.get("CHUNKSCOPE_UPDATE_SCREENSHOTS") == "1" or not target.exists():
-        target.write_bytes(shot.read_bytes())
 
 PRELUDE = """\
 import asyncio, json, time
@@ -182,7 +171,7 @@ def test_segments_of_each_kind_equal_the_blocks_of_the_stream(lab: Lab) -> None:
     tool_timeline = _timeline(lab, 2)
     assert tool_timeline.locator(".cs-finish").get_attribute("data-kind") == "tool-calls"
     lab.screenshot("timeline-tool-call.png", tool_timeline)
-    _docs_screenshot(lab.screenshot("timeline-scripted.png", scripted), "timeline.png")
+    docs_screenshot(lab.screenshot("timeline-scripted.png", scripted), "timeline.png")
 
 
 def test_fault_scenarios_show_their_error_code_badge(lab: Lab) -> None:
@@ -263,7 +252,7 @@ def test_scripted_invalid_stream_marks_each_violation_at_its_chunk(lab: Lab) -> 
     assert sorted((rule, position(pos)) for rule, pos, _ in rows) == sorted(expected, key=str)
     for rule, _, text in rows:
         assert rule in text, f"the row for {rule} does not name its rule id: {text!r}"
-    _docs_screenshot(lab.screenshot("timeline-violations.png", timeline), "violations.png")
+    docs_screenshot(lab.screenshot("timeline-violations.png", timeline), "violations.png")
 
     # clicking a mark shows the chunk it points at: block-start 1, which arrived while 0 was open
     timeline.locator('.cs-violation-mark[data-rule="no-interleave"]').click()
@@ -429,47 +418,6 @@ def test_timeline_renders_in_notebook_7(lab: Lab) -> None:
     kinds = [s["kind"] for s in _segments(timeline)]
     assert kinds == ["reasoning", "text", "tool-call", "text"]
     assert timeline.is_visible()
-
-
-def test_protocol_tutorial_notebook_runs_in_jupyterlab(lab: Lab) -> None:
-    tutorial = Path(__file__).resolve().parents[2] / "notebooks" / "01-streamchunk-protocol.ipynb"
-    lab.open(lab.copy_notebook(tutorial))
-    lab.run_all()  # every cell asserts what its picture claims; fails with the traceback
-
-    live = lab.page.locator(LIVE)
-    states = live.evaluate_all("els => els.map(el => el.dataset.state)")
-    assert len(states) >= 19, f"only {len(states)} timelines rendered"
-    assert set(states) <= {"done", "error"}, states
-    assert live.first.get_attribute("data-chunks") == "9"  # the seed's example stream
-    dropped = live.filter(has=lab.page.locator(".cs-title", has_text="local provider · fault-drop"))
-    assert dropped.locator(".cs-error").get_attribute("data-code") == "TRANSPORT"
-    lab.screenshot("tutorial-notebook.png")
-
-
-def test_adapter_debugging_notebook_runs_in_jupyterlab(lab: Lab) -> None:
-    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "02-debug-an-adapter.ipynb"
-    lab.open(lab.copy_notebook(notebook))
-    lab.run_all()  # every cell asserts what its picture claims; fails with the traceback
-
-    live = lab.page.locator(LIVE)
-    titles = live.locator(".cs-title").all_text_contents()
-    states = live.evaluate_all("els => els.map(el => el.dataset.state)")
-    assert set(states) <= {"done", "error"}, states
-    badges = live.evaluate_all("els => els.map(el => el.querySelector('.cs-error')?.dataset.code ?? null)")
-    codes = dict(zip(titles, badges, strict=True))
-    assert codes["HttpAdapter (the skeleton) · text"] is None
-    faults = [name for name, scenario in cs.SCENARIOS.items() if scenario.fault]
-    for name in faults:  # every fault, through both adapters, with its code on the badge
-        expected = cs.SCENARIOS[name].expected_codes["openai"]  # type: ignore[index]
-        for adapter in ("RealAdapter", "OpenAICompatAdapter"):
-            assert codes[f"{adapter} · {name}"] == expected, (adapter, name)
-    assert codes["RealAdapter · aborted after 3 words"] == "ABORTED"
-    assert codes["replayed at the original timing"] is None
-    lab.screenshot("adapter-notebook.png")
-    shots = {"rate-limit": "RealAdapter · fault-429", "skeleton": "HttpAdapter (the skeleton) · text"}
-    for name, title in shots.items():
-        timeline = live.filter(has=lab.page.locator(".cs-title", has_text=title))
-        lab.screenshot(f"adapter-notebook-{name}.png", timeline)
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
