@@ -234,7 +234,7 @@ def test_scripted_invalid_stream_marks_each_violation_at_its_chunk(lab: Lab) -> 
     expected = sorted(((rule, pos) for rule, pos in _read_json(lab, "violations.json")), key=str)
     rules = {rule for rule, _ in expected}
     # the checker's own verdict on this stream (PROTOCOL.md §2), before the widget is judged
-    assert {"no-interleave", "arguments-json", "block-pairing", "finish-last"} <= rules, expected
+    assert {"no-interleave", "arguments-json", "block-pairing", "usage-before-finish"} <= rules, expected
 
     def position(value: str | None) -> int | None:
         return int(value) if value not in (None, "", "end") else None
