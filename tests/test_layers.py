@@ -35,10 +35,10 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
 LIBRARIES: dict[str, set[str] | None] = {
-    "protocol": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup"},
-    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
-    "runtime": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
-    "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
+    "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
+    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
+    "runtime": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
+    "provider": {"starlette", "uvicorn", "anyio", "typing_extensions"},
     "usage": {"pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,

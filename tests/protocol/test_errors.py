@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import json
 import pickle
-import sys
 from pathlib import Path
 
 import pytest
 
 from chunkscope.protocol import ERROR_CODES, LlmError, LlmFailure, Violation, error_chain
 from chunkscope.protocol._errors import http_status_code, is_retryable
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import ExceptionGroup
 
 SNAPSHOT = Path(__file__).with_name("error_codes.snapshot.json")
 

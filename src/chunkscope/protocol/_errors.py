@@ -35,7 +35,6 @@ UNKNOWN                        an adapter raised something that is not an LlmErr
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +42,6 @@ from ._chunks import LlmFailure
 
 if TYPE_CHECKING:
     from ._rules import Violation
-
-if sys.version_info < (3, 11):  # pragma: no cover - BaseExceptionGroup is builtin from 3.11
-    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["ErrorCode", "ERROR_CODES", "LlmError", "error_chain", "is_retryable", "http_status_code"]
 

@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import logging
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
@@ -37,9 +36,6 @@ from ._scenarios import (
     collect_steps,
     get_scenario,
 )
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["ConnectionDropped", "ProviderState", "build_app"]
 
