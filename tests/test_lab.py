@@ -66,6 +66,14 @@ def test_lab_settings_turn_widget_state_saving_on_over_the_existing_overrides(tm
     assert bare == {WIDGETS_PLUGIN: {"saveState": True}}
 
 
+def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tmp_path: Path) -> None:
+    command = lab_command(tmp_path, open_browser=False, extra=["--ServerApp.port_retries=3"])
+    # JupyterLab refuses to start when a setting is given twice on its command line
+    assert [arg for arg in command if arg.startswith("--ServerApp.port_retries")] == [
+        "--ServerApp.port_retries=3"
+    ]
+
+
 def test_lab_command_points_jupyterlab_at_the_launch_settings(tmp_path: Path) -> None:
     command = lab_command(tmp_path / "nb", open_browser=False, settings_dir=tmp_path / "settings")
     assert f"--LabApp.app_settings_dir={tmp_path / 'settings'}" in command

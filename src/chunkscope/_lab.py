@@ -239,12 +239,15 @@ def lab_command(
         "jupyterlab",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",  # serve this port or fail: never a port the banner did not name
         f"--ServerApp.root_dir={root_dir}",
         # offline: no announcements feed, no version check against PyPI
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
+    if not any(arg.startswith("--ServerApp.port_retries") for arg in extra):  # traitlets refuses it twice
+        command.append(
+            "--ServerApp.port_retries=0"
+        )  # serve this port or fail: never one the banner did not name
     if settings_dir is not None:
         command.append(f"--LabApp.app_settings_dir={settings_dir}")
     if not open_browser:
