@@ -1,51 +1,44 @@
 #!/usr/bin/env bash
-# The one test command (README, and what CI runs): install everything the tests
-# need on a fresh Debian machine, then lint, type-check and run every test,
-# browser and notebook tests included. Fails if any step fails.
+# The README's test command, and what CI runs: install everything the tests need on a fresh
+# Debian machine, then lint, type-check and run every test, browser and notebook tests
+# included. Fails if any step fails, or if pytest collects no test.
 #
-#   bash scripts/test.sh            # everything
-#   bash scripts/test.sh -m "not browser and not slow"   # extra args go to pytest
+#   bash scripts/test.sh                                  # everything
+#   bash scripts/test.sh -m "not browser and not slow"    # extra arguments go to pytest
+#
+# Installs into the active virtualenv/conda env, else into the project's own .venv (made here;
+# see scripts/_env.sh), so it works on a stock Debian/Ubuntu whose python3 refuses pip (PEP 668).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/_env.sh
 
-PYTHON="${PYTHON:-python3}"
-
-# Debian packages for the browser tests: Chromium (Playwright cannot download its
-# own browser here) and CJK fonts (the seed's examples are Japanese).
+# Debian packages for the browser tests: Chromium (Playwright cannot download its own
+# browser here) and CJK fonts (the seed's examples are Japanese).
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need_apt+=(fonts-noto-cjk)
 if [ "${#need_apt[@]}" -gt 0 ] && ! command -v apt-get >/dev/null 2>&1; then
-  echo "scripts/test.sh: no apt-get here; install ${need_apt[*]} yourself (browser tests need /usr/bin/chromium)" >&2
+  echo "test.sh: no apt-get here; install ${need_apt[*]} yourself (the browser tests need /usr/bin/chromium)" >&2
 elif [ "${#need_apt[@]}" -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-      echo "scripts/test.sh: need ${need_apt[*]} from Debian but am not root and have no sudo" >&2
-      exit 1
-    fi
-  fi
-  echo "==> apt-get install ${need_apt[*]}"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  say "apt-get install ${need_apt[*]} (for the browser tests)"
+  apt_install "${need_apt[@]}"
 fi
 
-echo "==> pip install -e .[test]"
-"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test]"
+use_env test
 
-echo "==> ruff check src tests"
-"$PYTHON" -m ruff check src tests
+say "ruff check src tests"
+"$PY" -m ruff check src tests
 
-echo "==> mypy src"
-"$PYTHON" -m mypy src
+say "mypy src"
+"$PY" -m mypy src
 
-echo "==> pytest"
+say "pytest $* ($("$PY" --version 2>&1))"
 mkdir -p test-artifacts
 status=0
-"$PYTHON" -m pytest "$@" || status=$?
+"$PY" -m pytest "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   # exit 5 = no test collected: a suite that runs nothing must not pass
-  echo "scripts/test.sh: pytest collected no tests" >&2
+  echo "test.sh: pytest collected no tests" >&2
   exit 1
 fi
 exit "$status"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
     assert "--ServerApp.port=9999" in command
     assert f"--ServerApp.root_dir={tmp_path}" in command
     assert "--no-browser" in command
+    assert "--ServerApp.port_retries=0" in command  # JupyterLab never moves to a port the banner did not name
     assert "--LabApp.news_url=None" in command  # no announcements feed from the internet
     assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
 
@@ -65,6 +66,14 @@ def test_lab_settings_turn_widget_state_saving_on_over_the_existing_overrides(tm
     assert bare == {WIDGETS_PLUGIN: {"saveState": True}}
 
 
+def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tmp_path: Path) -> None:
+    command = lab_command(tmp_path, open_browser=False, extra=["--ServerApp.port_retries=3"])
+    # JupyterLab refuses to start when a setting is given twice on its command line
+    assert [arg for arg in command if arg.startswith("--ServerApp.port_retries")] == [
+        "--ServerApp.port_retries=3"
+    ]
+
+
 def test_lab_command_points_jupyterlab_at_the_launch_settings(tmp_path: Path) -> None:
     command = lab_command(tmp_path / "nb", open_browser=False, settings_dir=tmp_path / "settings")
     assert f"--LabApp.app_settings_dir={tmp_path / 'settings'}" in command
@@ -90,12 +99,12 @@ def test_run_lab_saves_widget_state_without_touching_user_settings(
         overrides = json.loads((Path(flag.partition("=")[2]) / "overrides.json").read_text())
         launched.append((argv, overrides))
 
-    def fake_exec(path: str, argv: list[str]) -> None:
+    def fake_exec(path: str, argv: list[str], env: dict[str, str]) -> None:
         launch(argv)
         raise _Execed  # a real exec never returns
 
-    monkeypatch.setattr(lab_module.os, "execv", fake_exec)
-    monkeypatch.setattr(lab_module.subprocess, "call", lambda argv: launch(argv) or 0)
+    monkeypatch.setattr(lab_module.os, "execve", fake_exec)
+    monkeypatch.setattr(lab_module.subprocess, "call", lambda argv, env: launch(argv) or 0)
     with contextlib.suppress(_Execed):
         lab_module.run_lab(open_browser=False, notebook_dir=REPO_ROOT / "notebooks")
     [(command, overrides)] = launched
@@ -111,45 +120,53 @@ def test_run_lab_saves_widget_state_without_touching_user_settings(
         assert not settings.exists()
 
 
+BANNER = re.compile(r"chunkscope lab: serving .* at (http://127\.0\.0\.1:(\d+)/lab\?token=(\S+))")
+
+
 @pytest.mark.slow
-def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks(tmp_path: Path) -> None:
+def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tmp_path: Path) -> None:
     beside = Path(sys.executable).with_name("chunkscope")  # this interpreter's own script first (venvs)
     executable = str(beside) if beside.exists() else shutil.which("chunkscope")
     assert executable, "the chunkscope command is not installed (pip install -e .[lab])"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    token = uuid.uuid4().hex
     env = {
-        **os.environ,
-        "JUPYTER_TOKEN": token,
+        **{k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE")},
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
     }
-    log = (tmp_path / "lab.log").open("wb")
+    log_path = tmp_path / "lab.log"
+    log = log_path.open("wb")
+    busy = socket.socket()  # the port asked for is taken: the banner must name the one really served
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    asked = busy.getsockname()[1]
     process = subprocess.Popen(
-        [executable, "lab", "--no-browser", "--port", str(port)],
+        [executable, "lab", "--no-browser", "--port", str(asked)],
         cwd=tmp_path,  # not the checkout: the command still finds its notebooks
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
         while True:
-            assert process.poll() is None, (tmp_path / "lab.log").read_text()
-            try:
-                if httpx.get(f"{base}/api/status", params={"token": token}).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
+            assert process.poll() is None, log_path.read_text()
+            text = log_path.read_text()
+            banner = BANNER.search(text)
+            if banner:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{banner[2]}/api/status", timeout=10).status_code:
+                        break
+                except httpx.HTTPError:
+                    pass
+            assert time.monotonic() < deadline, text
             time.sleep(0.25)  # waiting for a real server to start
-        page = httpx.get(f"{base}/lab", params={"token": token})
-        assert page.status_code == 200 and "JupyterLab" in page.text
+        url, port, token = banner[1], int(banner[2]), banner[3]
+        assert f"chunkscope lab: port {asked} is busy; using {port} instead" in text
+        base = f"http://127.0.0.1:{port}"
+        page = httpx.get(url)  # the banner's URL as it is: no redirect to a login page
+        assert page.status_code == 200 and "JupyterLab" in page.text, (page.status_code, page.headers)
         listing = httpx.get(f"{base}/api/contents", params={"token": token}).json()
         names = {item["name"] for item in listing["content"]}
         assert "01-streamchunk-protocol.ipynb" in names, names
@@ -157,6 +174,7 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks(tmp_path: Path) -> No
         plugin = httpx.get(f"{base}/lab/api/settings/{WIDGETS_PLUGIN}", params={"token": token}).json()
         assert plugin["schema"]["properties"]["saveState"]["default"] is True, plugin["schema"]
     finally:
+        busy.close()
         process.terminate()
         try:
             process.wait(timeout=30)
@@ -164,3 +182,162 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks(tmp_path: Path) -> No
             process.kill()
             process.wait()
         log.close()
+
+
+# --- what `chunkscope lab` says: the banner's URL, a busy port, bad flags -------------------------
+
+
+@pytest.fixture
+def launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, str]]]:
+    """JupyterLab launches (argv, environment) that `chunkscope lab` made; none is really started."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("JUPYTERLAB_SETTINGS_DIR", str(tmp_path / "user-settings"))
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+    monkeypatch.delenv("JUPYTER_TOKEN_FILE", raising=False)
+    launched: list[tuple[list[str], dict[str, str]]] = []
+
+    def fake_exec(path: str, argv: list[str], env: dict[str, str]) -> None:
+        launched.append((argv, env))
+        raise _Execed  # a real exec never returns
+
+    def fake_call(argv: list[str], env: dict[str, str]) -> int:
+        launched.append((argv, env))
+        return 0
+
+    monkeypatch.setattr(lab_module.os, "execve", fake_exec)
+    monkeypatch.setattr(lab_module.subprocess, "call", fake_call)
+    return launched
+
+
+def _lab(*args: str) -> int:
+    from chunkscope.cli import main
+
+    try:
+        return main(["lab", "--no-browser", *args])
+    except _Execed:
+        return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _served_port(argv: list[str]) -> int:
+    [flag] = [arg for arg in argv if arg.startswith("--ServerApp.port=")]
+    return int(flag.partition("=")[2])
+
+
+def test_banner_names_the_url_served_with_the_token_jupyterlab_was_given(
+    launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port()
+    assert _lab("--port", str(port)) == 0
+    [(argv, env)] = launches
+    token = env["JUPYTER_TOKEN"]
+    assert len(token) >= 32  # a fresh random token, not an empty one (no login page, but not open either)
+    assert _served_port(argv) == port
+    banner = capsys.readouterr().err.strip().splitlines()
+    assert banner[-1].endswith(f"at http://127.0.0.1:{port}/lab?token={token}"), banner
+    assert not any(token in arg for arg in argv), "the token is on the command line, where `ps` shows it"
+
+
+def test_banner_uses_the_token_already_set_in_the_environment(
+    launches: list[tuple[list[str], dict[str, str]]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUPYTER_TOKEN", "my token/1")
+    assert _lab("--port", "0") == 0
+    [(_, env)] = launches
+    assert env["JUPYTER_TOKEN"] == "my token/1"
+    assert "/lab?token=my%20token%2F1" in capsys.readouterr().err
+
+
+def test_a_busy_port_moves_to_a_free_one_and_says_which(
+    launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert _lab("--port", str(port)) == 0
+    [(argv, env)] = launches
+    served = _served_port(argv)
+    assert served != port
+    err = capsys.readouterr().err
+    assert f"chunkscope lab: port {port} is busy; using {served} instead" in err.splitlines()
+    assert f"http://127.0.0.1:{served}/lab?token={env['JUPYTER_TOKEN']}" in err
+
+
+def test_port_zero_serves_any_free_port_without_a_moved_line(
+    launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lab("--port", "0") == 0
+    [(argv, _)] = launches
+    assert 0 < _served_port(argv) <= 65535
+    err = capsys.readouterr().err
+    assert "busy" not in err and f"127.0.0.1:{_served_port(argv)}/lab?token=" in err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "65536", "eighty"])
+def test_an_invalid_port_is_refused_with_one_line(
+    port: str, launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _lab("--port", port) == 2
+    assert launches == []
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith("chunkscope lab: --port ") and port in line, line
+    assert "1-65535" in line
+    assert captured.out == ""
+
+
+def test_a_missing_notebook_dir_is_named(
+    tmp_path: Path, launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-folder"
+    assert _lab("--notebook-dir", str(missing)) == 2
+    assert launches == []
+    assert capsys.readouterr().err.splitlines() == [
+        f"chunkscope lab: --notebook-dir {missing}: no such folder"
+    ]
+
+
+def test_a_notebook_dir_that_is_a_file_is_named(
+    tmp_path: Path, launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "notes.ipynb"
+    a_file.write_text("{}")
+    assert _lab("--notebook-dir", str(a_file)) == 2
+    assert launches == []
+    assert capsys.readouterr().err.splitlines() == [
+        f"chunkscope lab: --notebook-dir {a_file} is a file, not a folder"
+    ]
+
+
+def test_an_unknown_lab_flag_prints_the_lab_usage(
+    launches: list[tuple[list[str], dict[str, str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _lab("--prot", "9000")
+    assert exited.value.code == 2
+    assert launches == []
+    err = capsys.readouterr().err
+    assert err.startswith("usage: chunkscope lab ")
+    assert "chunkscope lab: error: unrecognized arguments: --prot 9000" in err
+
+
+def test_the_real_command_refuses_a_bad_port_without_a_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "chunkscope.cli", "lab", "--no-browser", "--port", "99999"],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "chunkscope lab: --port 99999 is not a port (1-65535, or 0 for any free port)"
+    ]

@@ -42,20 +42,20 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
 LIBRARIES: dict[str, set[str] | None] = {
-    "protocol": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup"},
-    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse"},
+    "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
+    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
     # nest_asyncio: the sync face (generate_sync/run_sync) inside a running Jupyter loop, imported lazily.
     "runtime": {
-        "pydantic", "pydantic_core", "typing_extensions", "exceptiongroup", "httpx", "httpx_sse",
+        "pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse",
         "nest_asyncio",
     },
-    "provider": {"starlette", "uvicorn", "anyio", "typing_extensions", "exceptiongroup"},
+    "provider": {"starlette", "uvicorn", "anyio", "typing_extensions"},
     "usage": {
         "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",
         "zstandard", "dask", "distributed",
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
-    "conformance": {"pandas", "pytest", "_pytest", "typing_extensions", "exceptiongroup"},
+    "conformance": {"pandas", "pytest", "_pytest", "typing_extensions"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

@@ -11,30 +11,144 @@ timelines of a run come back as "model not found" errors when it is reopened.
 The setting is a JupyterLab *settings override* in a settings folder of the
 launch's own (``--LabApp.app_settings_dir``), so the user's settings stay untouched
 and still win over it.
+
+The banner names the URL that is really served, token included, so it opens
+without a login page: the port is checked before JupyterLab starts (a busy one
+moves to a free one, and the banner says so) and JupyterLab is told not to move
+it again; the token is ``JUPYTER_TOKEN`` (or ``JUPYTER_TOKEN_FILE``'s) when set,
+else a fresh one handed to JupyterLab through its environment (not its command
+line, which other users of the machine can read). A bad ``--port`` or
+``--notebook-dir`` gets one line naming the flag and a non-zero exit, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 __all__ = [
     "LAB_SETTINGS_OVERRIDES",
+    "UsageError",
     "add_lab_parser",
+    "choose_port",
     "find_notebooks_dir",
     "lab_command",
+    "lab_token",
+    "lab_url",
+    "parse_port",
     "run_lab",
     "write_lab_settings",
 ]
 
 LAB_HELP = "start JupyterLab on the tutorial notebooks (127.0.0.1, offline)"
+DEFAULT_PORT = 8888
+_MOVE_TRIES = 20  # a busy port moves to the next free one of the following ports, else to any free one
+
+
+class UsageError(ValueError):
+    """A bad command-line value; ``str()`` is the one line to show, naming the flag."""
+
+
+def parse_port(text: str, *, flag: str = "--port") -> int:
+    """``text`` as a TCP port: 1..65535, or 0 for any free port; else :class:`UsageError`."""
+    try:
+        port = int(text.strip(), 10)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r} is not a port number (1-65535, or 0 for any free port)") from None
+    if not 0 <= port <= 65535:
+        raise UsageError(f"{flag} {port} is not a port (1-65535, or 0 for any free port)")
+    return port
+
+
+def _port_state(port: int) -> int:
+    """0 if ``port`` can be listened on at 127.0.0.1 now, else the ``errno`` why not."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as Tornado binds: a port whose old connections linger in TIME_WAIT is free, a listening one is not
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.errno or errno.EADDRINUSE
+    return 0
+
+
+def _any_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def choose_port(port: int) -> tuple[int, str | None]:
+    """The port to serve for a requested one, and a line saying why it moved (None if it did not).
+
+    0 means any free port. A busy port moves to the next free one of the following
+    ports (else any free one). A port that cannot be used for another reason (one
+    below 1024 without root) is a :class:`UsageError`.
+    """
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port (1-65535, or 0 for any free port)")
+    if port == 0:
+        return _any_free_port(), None
+    state = _port_state(port)
+    if state == 0:
+        return port, None
+    if state != errno.EADDRINUSE:
+        raise UsageError(f"--port {port} cannot be used on 127.0.0.1: {os.strerror(state)}")
+    for candidate in range(port + 1, min(port + 1 + _MOVE_TRIES, 65536)):
+        if _port_state(candidate) == 0:
+            return candidate, f"port {port} is busy; using {candidate} instead"
+    candidate = _any_free_port()
+    return candidate, f"port {port} is busy; using {candidate} instead"
+
+
+def lab_token(env: MutableMapping[str, str]) -> str:
+    """The token JupyterLab will ask for; sets ``JUPYTER_TOKEN`` in ``env`` when it makes one.
+
+    Jupyter's own order: ``JUPYTER_TOKEN``, else the contents of ``JUPYTER_TOKEN_FILE``;
+    with neither, a fresh random token goes into ``env`` for the server to read.
+    """
+    if env.get("JUPYTER_TOKEN"):
+        return env["JUPYTER_TOKEN"]
+    token_file = env.get("JUPYTER_TOKEN_FILE")
+    if token_file:
+        try:
+            return Path(token_file).read_text(encoding="utf-8")  # as Jupyter reads it, unstripped
+        except (OSError, UnicodeError) as exc:
+            raise UsageError(f"JUPYTER_TOKEN_FILE {token_file} cannot be read: {exc}") from None
+    env["JUPYTER_TOKEN"] = secrets.token_hex(24)
+    return env["JUPYTER_TOKEN"]
+
+
+def lab_url(port: int, token: str) -> str:
+    """The address that opens JupyterLab without a login page."""
+    return f"http://127.0.0.1:{port}/lab?token={quote(token, safe='')}"
+
+
+def _notebook_root(notebook_dir: Path | None) -> Path:
+    if notebook_dir is None:
+        found = find_notebooks_dir()
+        if found is None:
+            raise UsageError(
+                "no notebooks/ folder found here or beside the package; "
+                "run it from a chunkscope checkout or pass --notebook-dir"
+            )
+        return found
+    if not notebook_dir.exists():
+        raise UsageError(f"--notebook-dir {notebook_dir}: no such folder")
+    if not notebook_dir.is_dir():
+        raise UsageError(f"--notebook-dir {notebook_dir} is a file, not a folder")
+    return notebook_dir
 
 
 def find_notebooks_dir(start: Path | None = None) -> Path | None:
@@ -109,7 +223,7 @@ def _read_overrides(folder: Path) -> dict[str, Any]:
 def lab_command(
     root_dir: Path,
     *,
-    port: int = 8888,
+    port: int = DEFAULT_PORT,
     open_browser: bool = True,
     settings_dir: Path | None = None,
     extra: Sequence[str] = (),
@@ -130,6 +244,10 @@ def lab_command(
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
+    if not any(arg.startswith("--ServerApp.port_retries") for arg in extra):  # traitlets refuses it twice
+        command.append(
+            "--ServerApp.port_retries=0"
+        )  # serve this port or fail: never one the banner did not name
     if settings_dir is not None:
         command.append(f"--LabApp.app_settings_dir={settings_dir}")
     if not open_browser:
@@ -142,34 +260,41 @@ def lab_command(
 
 def run_lab(
     *,
-    port: int = 8888,
+    port: int = DEFAULT_PORT,
     open_browser: bool = True,
     notebook_dir: Path | None = None,
     extra: Sequence[str] = (),
 ) -> int:
-    """Run JupyterLab until it exits; returns its exit status (2 if no notebooks folder).
+    """Run JupyterLab until it exits; returns its exit status.
+
+    First prints (on stderr) the URL it serves, token included; a busy ``port``
+    moves to a free one, with a line saying which. Bad input (a missing or
+    non-folder ``notebook_dir``, a port that is not one) prints one line and
+    returns 2 without starting anything.
 
     On POSIX the process *becomes* JupyterLab (``exec``), so Ctrl-C and signals
     reach the server directly and nothing is left running behind it.
     """
-    root = notebook_dir or find_notebooks_dir()
-    if root is None or not root.is_dir():
-        print(
-            "chunkscope lab: no notebooks/ folder found here or beside the package; "
-            "run it from a chunkscope checkout or pass --notebook-dir",
-            file=sys.stderr,
-        )
+    env = dict(os.environ)
+    try:
+        root = _notebook_root(notebook_dir)
+        port, moved = choose_port(port)
+        token = lab_token(env)
+    except UsageError as exc:
+        print(f"chunkscope lab: {exc}", file=sys.stderr)
         return 2
+    if moved:
+        print(f"chunkscope lab: {moved}", file=sys.stderr)
     settings = write_lab_settings(_launch_settings_dir(), base=_default_app_settings_dir())
     command = lab_command(
         root.resolve(), port=port, open_browser=open_browser, settings_dir=settings, extra=extra
     )
-    print(f"chunkscope lab: serving {root} on http://127.0.0.1:{port}/lab", file=sys.stderr, flush=True)
+    print(f"chunkscope lab: serving {root} at {lab_url(port, token)}", file=sys.stderr, flush=True)
     if os.name == "posix":
         sys.stdout.flush()
-        os.execv(command[0], command)  # same pid: the settings folder's name stays true
+        os.execve(command[0], command, env)  # same pid: the settings folder's name stays true
     try:
-        return subprocess.call(command)
+        return subprocess.call(command, env=env)
     except KeyboardInterrupt:  # Ctrl-C already reached JupyterLab, which shuts itself down
         return 130
     finally:
@@ -219,13 +344,28 @@ def _default_app_settings_dir() -> Path:
 def add_lab_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``chunkscope lab`` on a CLI's subparsers; sets ``func`` to a handler."""
     parser = subparsers.add_parser("lab", help=LAB_HELP, description=LAB_HELP)
-    parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
+    # --port is checked by the handler, not argparse: a bad value gets one line, not usage + error
+    parser.add_argument(
+        "--port",
+        default=str(DEFAULT_PORT),
+        metavar="N",
+        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; a busy one moves to a free one; 0: any free one)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     parser.add_argument(
-        "--notebook-dir", type=Path, default=None, help="folder to serve (default: the notebooks/ folder)"
+        "--notebook-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder to serve (default: the notebooks/ folder)",
     )
-    parser.set_defaults(func=_handle)
+    parser.set_defaults(func=_handle, subcommand_parser=parser)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    return run_lab(port=args.port, open_browser=not args.no_browser, notebook_dir=args.notebook_dir)
+    try:
+        port = parse_port(str(args.port))
+    except UsageError as exc:
+        print(f"chunkscope lab: {exc}", file=sys.stderr)
+        return 2
+    return run_lab(port=port, open_browser=not args.no_browser, notebook_dir=args.notebook_dir)

@@ -7,11 +7,16 @@ appending it to the list.
 
 ``chunkscope serve [--port N] [--token-delay S]`` runs the local provider on
 127.0.0.1 until Ctrl-C.
+
+A subcommand's mistakes are reported in its own terms: a bad value gets one
+line naming the flag (``--token-delay``), an unknown flag gets the subcommand's
+usage (a subparser stores itself as ``subcommand_parser`` for that), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -24,7 +29,7 @@ from chunkscope._cli_inputs import terse_errors
 from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
 from chunkscope._cli_usage import add_usage_parser
-from chunkscope._lab import add_lab_parser
+from chunkscope._lab import UsageError, add_lab_parser, parse_port
 from chunkscope.conformance._cli import add_conformance_parser
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
@@ -33,18 +38,26 @@ SERVE_HELP = "run the local provider (OpenAI/DeepSeek and Anthropic wires) on 12
 
 
 def serve(*, port: int = 0, token_delay: float = 0.0) -> int:
-    """Serve the local provider until Ctrl-C or SIGTERM; print its URLs and scenarios first."""
+    """Serve the local provider until Ctrl-C or SIGTERM; print its URLs and scenarios first.
+
+    A port outside 0..65535 or a delay that is not a finite number >= 0 prints one
+    line naming the flag and returns 2; a port that cannot be listened on returns 1.
+    """
     from chunkscope.provider import SCENARIOS, LocalProvider
 
     try:
-        provider = LocalProvider(port=port, token_delay=token_delay)
-    except ValueError as exc:  # a port outside 0..65535, a negative delay
+        _check_serve_values(port, token_delay)
+    except UsageError as exc:
         print(f"chunkscope serve: {exc}", file=sys.stderr)
         return 2
+    provider = LocalProvider(port=port, token_delay=token_delay)
     try:
         provider.start()
     except OSError as exc:
-        print(f"chunkscope serve: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"chunkscope serve: --port {port}: cannot listen on 127.0.0.1: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 1
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -69,18 +82,44 @@ def serve(*, port: int = 0, token_delay: float = 0.0) -> int:
     return 0
 
 
+def _check_serve_values(port: int, token_delay: float) -> None:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port (1-65535, or 0 for any free port)")
+    if not (math.isfinite(token_delay) and token_delay >= 0):
+        raise UsageError(f"--token-delay {token_delay:g} must be a number of seconds >= 0")
+
+
+def _parse_token_delay(text: str) -> float:
+    try:
+        delay = float(text)
+    except ValueError:
+        raise UsageError(f"--token-delay {text!r} is not a number of seconds") from None
+    _check_serve_values(0, delay)
+    return delay
+
+
 def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``chunkscope serve``."""
     parser = subparsers.add_parser("serve", help=SERVE_HELP, description=SERVE_HELP)
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    # values are checked by the handler, not argparse: a bad one gets one line naming the flag
+    parser.add_argument("--port", default="0", metavar="N", help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument(
         "--token-delay",
-        type=float,
-        default=0.0,
+        default="0",
         metavar="S",
         help="seconds between streamed events (default 0)",
     )
-    parser.set_defaults(func=lambda args: serve(port=args.port, token_delay=args.token_delay))
+    parser.set_defaults(func=_handle_serve, subcommand_parser=parser)
+
+
+def _handle_serve(args: argparse.Namespace) -> int:
+    try:
+        port = parse_port(str(args.port))
+        token_delay = _parse_token_delay(str(args.token_delay))
+    except UsageError as exc:
+        print(f"chunkscope serve: {exc}", file=sys.stderr)
+        return 2
+    return serve(port=port, token_delay=token_delay)
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
@@ -113,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``chunkscope`` command; returns its exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse would blame the top-level command; the subcommand's usage is what helps
+        owner: argparse.ArgumentParser = getattr(args, "subcommand_parser", None) or parser
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()

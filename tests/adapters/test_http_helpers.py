@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 
 import httpx
@@ -137,14 +137,14 @@ def test_error_detail_reads_openai_anthropic_and_plain_text_bodies() -> None:
 def test_retry_after_reads_seconds_http_dates_and_retry_after_ms() -> None:
     assert retry_after_ms({"retry-after": "2"}) == 2000.0
     assert retry_after_ms({"retry-after": "0.5"}) == 500.0
-    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
-    date = format_datetime(datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc), usegmt=True)
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    date = format_datetime(datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC), usegmt=True)
     assert retry_after_ms({"retry-after": date}, now=now.timestamp()) == 30_000.0
     assert retry_after_ms({"retry-after-ms": "250", "retry-after": "9"}) == 250.0
     assert retry_after_ms({"retry-after-ms": "soon", "retry-after": "2"}) == 2000.0  # unusable: falls back
     for bad in ({"retry-after": "soon"}, {"retry-after": "0"}, {"retry-after": "-3"}, {}):
         assert retry_after_ms(bad) is None
-    past = format_datetime(datetime(2020, 1, 1, tzinfo=timezone.utc), usegmt=True)
+    past = format_datetime(datetime(2020, 1, 1, tzinfo=UTC), usegmt=True)
     assert retry_after_ms({"retry-after": past}) is None
 
 

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
@@ -510,7 +510,7 @@ async def test_maps_http_429_to_rate_limit_with_retry_after_ms_and_request_id() 
 
 
 async def test_reads_retry_after_as_an_http_date_and_retry_after_ms() -> None:
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     server = MockServer(b"", status=503, headers={"Retry-After": when})
     result = await collect(server.adapter().stream(options()))
     assert result.error is not None and result.error.retry_after_ms is not None

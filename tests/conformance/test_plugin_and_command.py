@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-import tomllib
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SKELETON = (Path(__file__).resolve().parent / "skeleton.py").read_text(encoding="utf-8")

@@ -6,7 +6,6 @@ import json
 import math
 import multiprocessing
 import pickle
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,6 @@ import pytest
 
 from chunkscope.protocol import ERROR_CODES, LlmError, LlmFailure, Violation, error_chain
 from chunkscope.protocol._errors import http_status_code, is_retryable
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import ExceptionGroup
 
 SNAPSHOT = Path(__file__).with_name("error_codes.snapshot.json")
 

@@ -39,7 +39,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -322,8 +322,8 @@ def retry_after_ms(headers: Mapping[str, str], *, now: float | None = None) -> i
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        current = now if now is not None else datetime.now(timezone.utc).timestamp()
+            when = when.replace(tzinfo=UTC)
+        current = now if now is not None else datetime.now(UTC).timestamp()
         seconds = when.timestamp() - current
     if not math.isfinite(seconds) or seconds <= 0:
         return None

@@ -24,7 +24,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any, cast
 
 from pydantic import ValidationError
@@ -94,7 +94,7 @@ class RecordingAdapter(LlmAdapter):
             "provider": options.provider,
             "model": options.model,
             "adapter": type(self.inner).__name__,
-            "started": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "started": datetime.now(UTC).isoformat(timespec="milliseconds"),
         }
         for name in ("reasoning_effort", "purpose", "temperature", "max_tokens"):
             value = getattr(options, name)

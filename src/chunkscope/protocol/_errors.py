@@ -14,15 +14,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from ._chunks import LlmFailure
 from ._violations import Violation
-
-if sys.version_info < (3, 11):  # pragma: no cover - BaseExceptionGroup is builtin from 3.11
-    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["ErrorCode", "ERROR_CODES", "LlmError", "error_chain", "is_retryable", "http_status_code"]
 

@@ -17,7 +17,6 @@ import asyncio
 import itertools
 import json
 import logging
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
@@ -44,9 +43,6 @@ from ._scenarios import (
     collect_steps,
     get_scenario,
 )
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["MAX_REQUEST_BYTES", "REQUEST_TIMEOUT", "ConnectionDropped", "ProviderState", "build_app"]
 
@@ -94,7 +90,7 @@ class ProviderState:
             return self.closing.is_set()
         try:
             await asyncio.wait_for(self.closing.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
@@ -158,7 +154,7 @@ async def _read_body(request: Request, wire: Wire, state: ProviderState) -> byte
 
     try:
         body = await asyncio.wait_for(read(), state.request_timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         message = f"the request body did not arrive within {state.request_timeout:g} s"
         return _error(wire, 408, message, "invalid_request_error", "request_timeout", close=True)
     if body is None:

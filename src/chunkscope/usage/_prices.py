@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import tomllib
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -26,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import tomllib
 
 from chunkscope.protocol import TokenUsage
 
