@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
+from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import LlmError, StreamResult, collect
 
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
@@ -441,7 +441,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
 # --- wrapping an adapter ------------------------------------------------------------
 
 
-class LoggedAdapter(LlmAdapter):
+class LoggedAdapter(WrappingAdapter):
     """``UsageLog.wrap(adapter)``: streams exactly what ``inner`` streams and records each stream.
 
     The record is made when the stream ends: normally, by raising (the error
@@ -451,26 +451,9 @@ class LoggedAdapter(LlmAdapter):
     """
 
     def __init__(self, inner: LlmAdapter, log: UsageLog, *, tags: Mapping[str, str] | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.log = log
         self.tags = dict(tags) if tags else None
-        self.provider = inner.provider  # type: ignore[misc]  # mirrors the wrapped adapter
-        self.supported_options = inner.supported_options  # type: ignore[misc]
-
-    def __repr__(self) -> str:
-        return f"LoggedAdapter({self.inner!r})"
-
-    def models(self) -> list[ModelInfo]:
-        return self.inner.models()
-
-    def model_info(self, model: str) -> ModelInfo | None:
-        return self.inner.model_info(model)
-
-    def prepare(self, options: GenerateOptions) -> GenerateOptions:
-        return self.inner.prepare(options)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[Any]:
         """The inner stream, passed through chunk by chunk, recorded when it ends."""
