@@ -207,12 +207,7 @@ class Timeline(StaticCopyWidget):
             self._finish(clock() - start, cancelled, None)
             if sink is not None:
                 partial = inspector.result(cancelled)
-                partial.timings = Timings(
-                    first_chunk_s=times[0] if times else None,
-                    chunk_times=times,
-                    total_s=clock() - start,
-                    started_at=started_at,
-                )
+                partial.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
                 sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
             raise
         finally:
@@ -221,12 +216,7 @@ class Timeline(StaticCopyWidget):
         seen = len(violations)
         result = inspector.result(error)  # adds the end-of-stream violations
         self._add_violations(result.violations[seen:])
-        result.timings = Timings(
-            first_chunk_s=times[0] if times else None,
-            chunk_times=times,
-            total_s=clock() - start,
-            started_at=started_at,
-        )
+        result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
         self._finish(result.timings.total_s, error, result)
         if sink is not None:
             sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
-from chunkscope.protocol import LlmError, StreamResult, collect
+from chunkscope.protocol import LlmError, StreamResult, Timings, collect
 
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
@@ -484,10 +484,7 @@ class LoggedAdapter(WrappingAdapter):
                 with contextlib.suppress(Exception):  # closing must not mask the stream's outcome
                     await aclose()
             result = await collect(_replay(chunks, error), profile="strict")
-            result.timings.first_chunk_s = times[0] if times else None
-            result.timings.chunk_times = times
-            result.timings.total_s = total
-            result.timings.started_at = started_at
+            result.timings = Timings.of_arrivals(times, total_s=total, started_at=started_at)
             self.log.record(result, provider=options.provider, model=options.model, tags=self.tags)
 
 
