@@ -232,6 +232,20 @@ async def test_collect_timings_come_from_the_injected_clock() -> None:
     assert result.timings.total_s == 0.5 * (len(SEED_CHUNKS) + 1)
 
 
+def test_timings_of_arrivals_takes_the_first_arrival_and_none_when_nothing_arrived() -> None:
+    from chunkscope.protocol import Timings
+
+    some = Timings.of_arrivals([0.25, 0.5], total_s=1.0, started_at=1700000000.0)
+    assert (some.first_chunk_s, some.chunk_times, some.total_s, some.started_at) == (
+        0.25,
+        [0.25, 0.5],
+        1.0,
+        1700000000.0,
+    )
+    none = Timings.of_arrivals([], total_s=0.125)
+    assert (none.first_chunk_s, none.chunk_times, none.total_s, none.started_at) == (None, [], 0.125, None)
+
+
 async def test_collect_keeps_partial_output_when_the_stream_raises_an_llm_error() -> None:
     failure = LlmError("upstream closed", "STREAM_CLOSED")
     result = await collect(source([start(0), text(0, "Hel"), text(0, "lo")], fail=failure))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import chunkscope as cs
-from chunkscope.adapters import GenerateOptions, LlmAdapter
+from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import AnyChunk, check
 
 from ._fakes import FakeSleep
@@ -30,15 +30,12 @@ def provider() -> Iterator[Any]:
         yield p
 
 
-class FirstAttemptVia(LlmAdapter):
+class FirstAttemptVia(WrappingAdapter):
     """Sends the first request to ``first_model`` (a fault scenario), every later one as asked."""
 
-    provider = "deepseek"
-
     def __init__(self, inner: LlmAdapter, first_model: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.first_model = first_model
-        self.supported_options = inner.supported_options  # type: ignore[misc]
         self.requests = 0
 
     def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:

@@ -4,7 +4,8 @@
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
 ``AnthropicAdapter`` the Anthropic Messages API; ``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
-teaching, tests and bug reports. ``error_code`` is the one failure table
+teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
+wrap another and change only its stream. ``error_code`` is the one failure table
 (HTTP status + body → code); ``is_quota_exceeded`` and
 ``is_context_window_exceeded`` are its wording classifiers.
 
@@ -12,7 +13,7 @@ Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
 redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 ``_sse`` (the shared SSE adapter core: guard, framing, limits),
 ``openai_compat/`` and ``anthropic/`` (each ``adapter``, ``request``,
-``translate``), ``scripted``, ``recording``.
+``translate``), ``_wrapping``, ``scripted``, ``recording``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ._base import (
 )
 from ._failures import error_code, is_context_window_exceeded, is_quota_exceeded
 from ._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
+from ._wrapping import WrappingAdapter
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -53,6 +55,7 @@ __all__ = [
     "ReplayAdapter",
     "ScriptedAdapter",
     "ToolSpec",
+    "WrappingAdapter",
     "attribution_headers",
     "error_code",
     "is_context_window_exceeded",

@@ -33,7 +33,8 @@ from chunkscope.protocol._chunks import AnyChunk, LlmFailure
 from chunkscope.protocol._errors import LlmError
 from chunkscope.protocol._jsonl import ChunkFileError, json_line, json_lines
 
-from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter, ModelInfo
+from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter
+from ._wrapping import WrappingAdapter
 from .scripted import Sleep, parse_or_keep, pause_or_abort
 
 __all__ = ["FORMAT_VERSION", "Recording", "RecordingAdapter", "RecordingFileError", "ReplayAdapter"]
@@ -49,7 +50,7 @@ class RecordingFileError(ChunkFileError):
     """
 
 
-class RecordingAdapter(LlmAdapter):
+class RecordingAdapter(WrappingAdapter):
     """Wraps ``inner``; every stream passes through unchanged and is written to ``path``.
 
     Each ``stream()`` call (re)writes ``path`` with one recording: a header
@@ -66,26 +67,12 @@ class RecordingAdapter(LlmAdapter):
         *,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = os.fspath(path)
         self._clock = clock
-        self.provider = inner.provider  # type: ignore[misc]  # mirrors the wrapped adapter
-        self.supported_options = inner.supported_options  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"RecordingAdapter({self.inner!r}, {self.path!r})"
-
-    def models(self) -> list[ModelInfo]:
-        return self.inner.models()
-
-    def model_info(self, model: str) -> ModelInfo | None:
-        return self.inner.model_info(model)
-
-    def prepare(self, options: GenerateOptions) -> GenerateOptions:
-        return self.inner.prepare(options)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     def _header(self, options: GenerateOptions) -> dict[str, Any]:
         header: dict[str, Any] = {

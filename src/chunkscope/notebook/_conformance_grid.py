@@ -22,6 +22,7 @@ import traitlets
 from chunkscope.conformance import CHECKS, CaseResult, ConformanceReport, grid_html
 from chunkscope.protocol import StreamResult
 
+from ._display import with_static_copy
 from ._records import encode_violation
 from ._state import state_from_result
 from ._timeline import Timeline
@@ -127,9 +128,7 @@ class ConformanceGrid(anywidget.AnyWidget):
         from IPython.display import display
 
         box = self.view()
-        bundle = box._repr_mimebundle_()
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
-        data = {**data, "text/html": self.static_html(), "text/plain": repr(self)}
+        data, metadata = with_static_copy(box._repr_mimebundle_(), self.static_html(), repr(self))
         display(data, raw=True, metadata=metadata)  # type: ignore[no-untyped-call]
 
 

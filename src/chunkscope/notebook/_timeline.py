@@ -36,12 +36,10 @@ import contextlib
 import json
 import math
 import time
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-import anywidget
 import traitlets
 
 from chunkscope.protocol import (
@@ -66,6 +64,7 @@ from chunkscope.runtime import (
     ToolResultEvent,
 )
 
+from ._display import StaticCopyWidget
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
 from ._static_html import render_fragment, render_page
@@ -80,7 +79,7 @@ _STATIC = Path(__file__).parent / "static"
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
 
 
-class Timeline(anywidget.AnyWidget):
+class Timeline(StaticCopyWidget):
     """A live, colored block timeline of one stream.
 
     ``display(tl)`` then ``result = await tl.consume(stream)``; or
@@ -129,7 +128,6 @@ class Timeline(anywidget.AnyWidget):
         self._start = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._end: dict[str, Any] | None = None
-        self._display_id: str | None = None
         self._final: dict[str, Any] | None = None
         self._running = False
         self.result: StreamResult | None = None
@@ -209,12 +207,7 @@ class Timeline(anywidget.AnyWidget):
             self._finish(clock() - start, cancelled, None)
             if sink is not None:
                 partial = inspector.result(cancelled)
-                partial.timings = Timings(
-                    first_chunk_s=times[0] if times else None,
-                    chunk_times=times,
-                    total_s=clock() - start,
-                    started_at=started_at,
-                )
+                partial.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
                 sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
             raise
         finally:
@@ -223,12 +216,7 @@ class Timeline(anywidget.AnyWidget):
         seen = len(violations)
         result = inspector.result(error)  # adds the end-of-stream violations
         self._add_violations(result.violations[seen:])
-        result.timings = Timings(
-            first_chunk_s=times[0] if times else None,
-            chunk_times=times,
-            total_s=clock() - start,
-            started_at=started_at,
-        )
+        result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
         self._finish(result.timings.total_s, error, result)
         if sink is not None:
             sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])
@@ -454,37 +442,6 @@ class Timeline(anywidget.AnyWidget):
         parts.append(f"{len(view.violations)} violations")
         title = f"{self.title!r}: " if self.title else ""
         return f"Timeline({title}{'; '.join(parts)})"
-
-    def __repr__(self) -> str:
-        return self._plain()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data, metadata = bundle if bundle is not None else ({}, {})
-        data = dict(data)
-        data["text/html"] = self.static_html()
-        data["text/plain"] = self._plain()
-        return data, metadata
-
-    def _ipython_display_(self) -> None:
-        # Displayed under a display id, so that the end of a run can replace the
-        # output's text/html (what a saved notebook shows without JavaScript).
-        from IPython.display import display
-
-        if self._display_id is None:
-            self._display_id = uuid.uuid4().hex
-        data, metadata = self._repr_mimebundle_()
-        display(data, raw=True, metadata=metadata, display_id=self._display_id)  # type: ignore[no-untyped-call]
-
-    def _update_display(self) -> None:
-        if self._display_id is None:
-            return
-        from IPython.display import update_display
-
-        data, metadata = self._repr_mimebundle_()
-        update_display(  # type: ignore[no-untyped-call]
-            data, raw=True, metadata=metadata, display_id=self._display_id
-        )
 
 
 @overload

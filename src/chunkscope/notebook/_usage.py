@@ -16,14 +16,13 @@ import asyncio
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anywidget
 import traitlets
 
+from ._display import StaticCopyWidget
 from ._timeline import FRAME_INTERVAL
 from ._usage_state import usage_html, usage_state
 
@@ -32,7 +31,7 @@ __all__ = ["UsageSummary", "display_usage_log"]
 _STATIC = Path(__file__).parent / "static"
 
 
-class UsageSummary(anywidget.AnyWidget):
+class UsageSummary(StaticCopyWidget):
     """A live, compact summary of a ``UsageLog``: calls, errors by code, tokens, cache hit rate,
     cost so far, and the progress bar of a running ``batch``.
 
@@ -66,7 +65,6 @@ class UsageSummary(anywidget.AnyWidget):
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        self._display_id: str | None = None
         self._lock = threading.Lock()
         self.pushes = 0
         """How many states were pushed to the front end (tests read it)."""
@@ -145,35 +143,6 @@ class UsageSummary(anywidget.AnyWidget):
     def _plain(self) -> str:
         s = self.state()
         return f"UsageSummary({s['calls']} calls, {s['attempts']} attempts, {s['errors']} errors)"
-
-    def __repr__(self) -> str:
-        return self._plain()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data, metadata = bundle if bundle is not None else ({}, {})
-        data = dict(data)
-        data["text/html"] = self.static_html()
-        data["text/plain"] = self._plain()
-        return data, metadata
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        if self._display_id is None:
-            self._display_id = uuid.uuid4().hex
-        data, metadata = self._repr_mimebundle_()
-        display(data, raw=True, metadata=metadata, display_id=self._display_id)  # type: ignore[no-untyped-call]
-
-    def _update_display(self) -> None:
-        if self._display_id is None:
-            return
-        from IPython.display import update_display
-
-        data, metadata = self._repr_mimebundle_()
-        update_display(  # type: ignore[no-untyped-call]
-            data, raw=True, metadata=metadata, display_id=self._display_id
-        )
 
 
 def display_usage_log(log: Any) -> bool:

@@ -268,6 +268,21 @@ class Timings:
     total_s: float = 0.0
     started_at: float | None = None
 
+    @classmethod
+    def of_arrivals(
+        cls, chunk_times: list[float], *, total_s: float, started_at: float | None = None
+    ) -> Timings:
+        """The timings of chunks that arrived at ``chunk_times`` (the list is kept, not copied).
+
+        ``first_chunk_s`` is the first arrival, None when no chunk arrived.
+        """
+        return cls(
+            first_chunk_s=chunk_times[0] if chunk_times else None,
+            chunk_times=chunk_times,
+            total_s=total_s,
+            started_at=started_at,
+        )
+
 
 @dataclass
 class StreamResult:
@@ -534,12 +549,7 @@ async def collect(
         if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
             cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
             partial = inspector.result(cancelled)
-            partial.timings = Timings(
-                first_chunk_s=times[0] if times else None,
-                chunk_times=times,
-                total_s=clock() - start,
-                started_at=started_at,
-            )
+            partial.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
             log.record(partial, provider=provider, model=model, tags=tags)
         raise
     finally:
@@ -547,12 +557,7 @@ async def collect(
             with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
                 await close_source(iterator)
     result = inspector.result(error)
-    result.timings = Timings(
-        first_chunk_s=times[0] if times else None,
-        chunk_times=times,
-        total_s=clock() - start,
-        started_at=started_at,
-    )
+    result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
     if log is not None:
         log.record(result, provider=provider, model=model, tags=tags)
     return result

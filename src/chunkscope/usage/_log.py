@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
-from chunkscope.protocol import LlmError, StreamResult, collect
+from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
+from chunkscope.protocol import LlmError, StreamResult, Timings, collect
 
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
@@ -441,7 +441,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
 # --- wrapping an adapter ------------------------------------------------------------
 
 
-class LoggedAdapter(LlmAdapter):
+class LoggedAdapter(WrappingAdapter):
     """``UsageLog.wrap(adapter)``: streams exactly what ``inner`` streams and records each stream.
 
     The record is made when the stream ends: normally, by raising (the error
@@ -451,26 +451,9 @@ class LoggedAdapter(LlmAdapter):
     """
 
     def __init__(self, inner: LlmAdapter, log: UsageLog, *, tags: Mapping[str, str] | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.log = log
         self.tags = dict(tags) if tags else None
-        self.provider = inner.provider  # type: ignore[misc]  # mirrors the wrapped adapter
-        self.supported_options = inner.supported_options  # type: ignore[misc]
-
-    def __repr__(self) -> str:
-        return f"LoggedAdapter({self.inner!r})"
-
-    def models(self) -> list[ModelInfo]:
-        return self.inner.models()
-
-    def model_info(self, model: str) -> ModelInfo | None:
-        return self.inner.model_info(model)
-
-    def prepare(self, options: GenerateOptions) -> GenerateOptions:
-        return self.inner.prepare(options)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[Any]:
         """The inner stream, passed through chunk by chunk, recorded when it ends."""
@@ -501,10 +484,7 @@ class LoggedAdapter(LlmAdapter):
                 with contextlib.suppress(Exception):  # closing must not mask the stream's outcome
                     await aclose()
             result = await collect(_replay(chunks, error), profile="strict")
-            result.timings.first_chunk_s = times[0] if times else None
-            result.timings.chunk_times = times
-            result.timings.total_s = total
-            result.timings.started_at = started_at
+            result.timings = Timings.of_arrivals(times, total_s=total, started_at=started_at)
             self.log.record(result, provider=options.provider, model=options.model, tags=self.tags)
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 import pandas as pd
 
 from chunkscope.adapters.recording import Recording
-from chunkscope.protocol import LlmError, collect
+from chunkscope.protocol import LlmError, Timings, collect
 
 from ._schema import COLUMNS, coerce, empty_frame
 
@@ -191,11 +191,10 @@ def _record_recording(log: UsageLog, recording: Recording, call_id: str) -> None
     chunks = [chunk for _, chunk in recording.entries]
     result = run_now(collect(_with_error(chunks, error) if error is not None else chunks))
     times = [t for t, _ in recording.entries]
-    result.timings.first_chunk_s = times[0] if times else None
-    result.timings.chunk_times = times
     ends = [*times, recording.error_t] if recording.error_t is not None else times
-    result.timings.total_s = max(ends) if ends else 0.0
-    result.timings.started_at = _parse_started(recording.header.get("started"))
+    result.timings = Timings.of_arrivals(
+        times, total_s=max(ends) if ends else 0.0, started_at=_parse_started(recording.header.get("started"))
+    )
     header = recording.header
     log.record(
         result,
