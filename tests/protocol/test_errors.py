@@ -6,6 +6,8 @@ import json
 import math
 import multiprocessing
 import pickle
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -170,12 +172,6 @@ def test_error_chain_skips_repeated_text_and_survives_cycles_and_groups() -> Non
 # --- pickling: multiprocessing, Dask and concurrent.futures move errors between processes ---
 
 
-class _Unpicklable(Exception):
-    def __init__(self) -> None:
-        super().__init__("socket reset")
-        self.lock = threading.Lock()
-
-
 def _carrying_everything() -> LlmError:
     violation = Violation("schema", "error", 3, {"type": "bogus"}, "not a chunk")
     odd = Violation("schema", "error", 4, threading.Lock(), "not a chunk either")
@@ -208,11 +204,30 @@ def test_llm_error_pickles_with_everything_it_carries() -> None:
     assert str(back) == str(error) and error_chain(back) == error_chain(error)
 
 
+_UNPICKLABLE_CAUSE = """
+import pickle, sys, threading
+from chunkscope.protocol import LlmError, error_chain
+
+class Unpicklable(Exception):
+    def __init__(self):
+        super().__init__("socket reset")
+        self.lock = threading.Lock()
+
+back = pickle.loads(pickle.dumps(LlmError("connection failed", "TRANSPORT", cause=Unpicklable())))
+print(str(back.cause)); print(error_chain(back))
+"""
+
+
 def test_an_unpicklable_cause_travels_as_its_type_and_text() -> None:
-    error = LlmError("connection failed", "TRANSPORT", cause=_Unpicklable())
-    back = pickle.loads(pickle.dumps(error))
-    assert str(back.cause) == "_Unpicklable: socket reset"
-    assert error_chain(back) == "connection failed: _Unpicklable: socket reset"
+    # A fresh interpreter: dask and distributed (imported by other tests) install tblib's exception
+    # reducers process-wide, which pickle the raw cause chain instead (documented on LlmError).
+    child = [sys.executable, "-c", _UNPICKLABLE_CAUSE]
+    done = subprocess.run(child, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Unpicklable: socket reset",
+        "connection failed: Unpicklable: socket reset",
+    ]
 
 
 def _raise_in_child(_: int) -> None:

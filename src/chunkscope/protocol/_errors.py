@@ -96,7 +96,9 @@ class LlmError(Exception):
     Dask, ``concurrent.futures``): message, code, status, retry_after_ms,
     request_id, violations, and the cause when the cause itself pickles — a
     cause that does not is replaced by an ``Exception`` holding its type and
-    text, so ``error_chain`` still reads the same.
+    text, so ``error_chain`` still reads the same. (Where tblib's exception
+    reducers are installed — ``distributed`` does so on import — tblib
+    pickles the raw cause chain itself, so there the cause must pickle.)
     """
 
     def __init__(
