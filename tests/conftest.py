@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-UPSTREAM_CASES = REPO_ROOT.parent / "shared" / "fixtures" / "upstream-cases.json"
+UPSTREAM_CASES = REPO_ROOT / "tests" / "fixtures" / "upstream" / "upstream-cases.json"
 
 
 @pytest.fixture(scope="session")
@@ -28,12 +28,12 @@ def artifacts_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def upstream_cases() -> dict[str, Any]:
-    """Test vectors produced by running the TypeScript reference (``../shared/fixtures/``).
+    """Test vectors produced by running the TypeScript reference (``tests/fixtures/upstream/``).
 
-    Read at run time from beside the checkout, never copied into the project. A missing
-    file fails the tests that need it: a skipped parity test would hide a missing feature.
+    Their source repository, commit and license stand beside the file. A missing file fails the
+    tests that need it: a skipped parity test would hide a missing feature.
     """
     if not UPSTREAM_CASES.is_file():
-        pytest.fail(f"reference vectors not found at {UPSTREAM_CASES} (shared/ must sit beside the checkout)")
+        pytest.fail(f"reference vectors not found at {UPSTREAM_CASES}")
     cases: dict[str, Any] = json.loads(UPSTREAM_CASES.read_text(encoding="utf-8"))
     return cases
