@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for register in SUBCOMMANDS:
         register(subparsers)
+    for subcommand in subparsers.choices.values():
+        if subcommand.get_default("subcommand_parser") is None:
+            # `chunkscope check --bogus`, `conformance --wire grpc`: one line in the subcommand's name
+            terse_errors(subcommand)
+            subcommand.set_defaults(subcommand_parser=subcommand)
     # `chunkscope frob`, `chunkscope --frob`: one line on stderr and exit 2, not the usage dump
     terse_errors(parser)
     return parser

@@ -47,8 +47,8 @@ _LAZY = {
     "PROMPT": "._run",
     "REFUSAL_CASE": "._run",
     "case_names": "._run",
-    "conformance": "._run",
-    "run_conformance": "._run",
+    "conformance": "._watch",
+    "run_conformance": "._watch",
     "load_factory": "._target",
 }
 
@@ -64,8 +64,9 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._report import CHECKS, CaseResult, CheckResult, ConformanceReport, grid_html
-    from ._run import ABORT_CASE, API_KEY, PROMPT, REFUSAL_CASE, case_names, conformance, run_conformance
+    from ._run import ABORT_CASE, API_KEY, PROMPT, REFUSAL_CASE, case_names
     from ._target import load_factory
+    from ._watch import conformance, run_conformance
 
 
 class _CallableModule(types.ModuleType):
@@ -84,10 +85,13 @@ class _CallableModule(types.ModuleType):
         wire: Literal["openai", "anthropic"] = "openai",
         scenarios: Iterable[str] | None = None,
         timeout: float = 40.0,
+        total_timeout: float = 300.0,
     ) -> ConformanceReport:
-        from ._run import conformance
+        from ._watch import conformance
 
-        return conformance(factory, wire=wire, scenarios=scenarios, timeout=timeout)
+        return conformance(
+            factory, wire=wire, scenarios=scenarios, timeout=timeout, total_timeout=total_timeout
+        )
 
 
 sys.modules[__name__].__class__ = _CallableModule

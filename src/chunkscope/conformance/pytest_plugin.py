@@ -74,7 +74,7 @@ class ConformanceMatrix(pytest.Collector):
         if self._report is None:
             if self._error is not None:
                 raise ConformanceFailure(self._error)
-            from ._run import conformance
+            from ._watch import conformance
 
             try:
                 factory = load_factory(self.target)
@@ -136,6 +136,6 @@ def pytest_collection_modifyitems(
 @pytest.fixture
 def chunkscope_conformance() -> Callable[..., ConformanceReport]:
     """``chunkscope.conformance.conformance``: run the kit on a factory inside a test."""
-    from ._run import conformance
+    from ._watch import conformance
 
     return conformance
