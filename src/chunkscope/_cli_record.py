@@ -183,7 +183,13 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("--provider", default=None, help="provider name recorded in the header")
     parser.add_argument("--system", default=None, help="a system prompt")
-    parser.add_argument("--max-tokens", type=int, default=None, metavar="N")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most output tokens the model may generate (default: the provider's limit)",
+    )
     parser.add_argument(
         "--idle-timeout",
         type=_positive_float,

@@ -72,7 +72,7 @@ def test_csv_holds_every_summary_column_and_equals_the_library_summary(
 ) -> None:
     out = tmp_path / "summary.csv"
     assert main(["usage", *map(str, two_calls), "-o", str(out)]) == 0
-    assert f"1 groups of 2 attempts written to {out}" in capsys.readouterr().out
+    assert f"1 group of 2 attempts written to {out}" in capsys.readouterr().out
     written = pd.read_csv(out)
     assert list(written.columns) == ["provider", "model", *cs.usage.SUMMARY_COLUMNS, "errors_RATE_LIMIT"]
     # the command reads the files as read_recordings does: same numbers as the library's summary

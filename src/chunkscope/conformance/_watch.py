@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chunkscope.protocol._words import type_phrase
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 from ._errors import ConformanceError
@@ -64,7 +65,7 @@ def hard_limit(timeout: float) -> float:
 def check_seconds(name: str, value: Any) -> float:
     """``value`` as a positive, finite number of seconds; ``ConformanceError`` naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConformanceError(f"{name} must be a number of seconds, not {type(value).__name__} {value!r}")
+        raise ConformanceError(f"{name} must be a number of seconds, not {type_phrase(value)} ({value!r})")
     seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConformanceError(f"{name} must be a positive, finite number of seconds, not {value!r}")
