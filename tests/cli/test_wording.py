@@ -102,7 +102,7 @@ def test_record_help_explains_max_tokens(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_a_factory_that_is_an_int_is_an_int(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from chunkscope.conformance import ConformanceError, load_factory
+    from chunkscope.conformance_kit import ConformanceError, load_factory
 
     with pytest.raises(
         ConformanceError, match=r"json:JSONDecodeError.__init__.__code__.co_argcount is an int"

@@ -21,7 +21,7 @@ import pytest
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, OpenAICompatAdapter
 from chunkscope.cli import main
-from chunkscope.conformance import ConformanceError, conformance, run_conformance
+from chunkscope.conformance_kit import ConformanceError, conformance, run_conformance
 
 IDLE = 1.5
 
