@@ -59,11 +59,12 @@ def _first_call_only() -> Callable[[], bool]:
 def test_an_adapter_that_blocks_the_loop_fails_that_case_and_the_next_case_runs_on_a_fresh_one() -> None:
     blocks = _first_call_only()
     started = time.monotonic()
+    # timeout=2: the loop is blocked for 4 s and judged at 2 s; echo has 2 s on a loaded machine
     report = conformance(
-        lambda url, key: _Blocking(url, key, blocks), scenarios=["text", "echo"], timeout=0.5
+        lambda url, key: _Blocking(url, key, blocks), scenarios=["text", "echo"], timeout=2.0
     )
     elapsed = time.monotonic() - started
-    assert elapsed < 8.0, elapsed  # the loop is blocked for 4 s; the watchdog judges it at 1 s
+    assert elapsed < 10.0, elapsed
     text = report.case("text")
     cell = text.check("time")
     assert cell is not None and not cell.passed

@@ -55,6 +55,9 @@ def run_command(
     except ConformanceError as exc:
         print(f"chunkscope conformance: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the cases run on daemon threads: nothing is left to wait for
+        print("chunkscope conformance: interrupted; no report", file=sys.stderr)
+        return 130
     print(report.summary())
     if junit:
         try:

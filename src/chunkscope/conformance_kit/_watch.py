@@ -314,9 +314,11 @@ class _Watch:
                     elif kind == "problem":
                         self.problems.append(value)
                     elif kind == "error":
-                        if first or not isinstance(value, ConformanceError):
+                        if first:
                             raise value
-                        return f"rebuilding the adapter after a hung case failed: {value}"
+                        # a later worker only runs what a hung case left: its failure ends the run, reported
+                        what = f"{type(value).__name__}: {value}"
+                        return f"rebuilding the adapter after a hung case failed: {what}"
                     elif kind == "done":
                         return None
                     continue
