@@ -123,10 +123,12 @@ def run_record(
         result = asyncio.run(_record(adapter, output, options))
     except KeyboardInterrupt:
         return _fail(f"interrupted; what arrived is in {output}", key, 130)
-    chunks = len(result.chunks)
+    from chunkscope.protocol._words import plural
+
+    chunks = plural(len(result.chunks), "chunk")
     if result.error is not None:
         return _fail(
-            f"the stream failed with {result.error.code} after {chunks} chunks: {result.error.message} "
+            f"the stream failed with {result.error.code} after {chunks}: {result.error.message} "
             f"(recorded in {output})",
             key,
             1,
@@ -139,9 +141,9 @@ def run_record(
     )
     errors = len(result.errors)
     print(
-        f"recorded {chunks} chunks to {printable(output)}: finish {finish}"
+        f"recorded {chunks} to {printable(output)}: finish {finish}"
         + (f" ({result.error_code})" if result.error_code else "")
-        + f", {usage}, {errors} violation{'s' if errors != 1 else ''}"
+        + f", {usage}, {plural(errors, 'violation')}"
         + (f" (chunkscope check {printable(output)})" if errors else "")
     )
     return 0

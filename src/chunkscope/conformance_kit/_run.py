@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
+from chunkscope.protocol._words import plural
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
 
 from ._errors import ConformanceError
@@ -373,7 +374,7 @@ class _Runner:
             if last.error is None or last.error.code != code:
                 problems.append(f"{what} gave {got}, not LlmError {code}")
             if sent:
-                problems.append(f"{what} reached the provider ({len(sent)} request(s))")
+                problems.append(f"{what} reached the provider ({plural(len(sent), 'request')})")
         expected = "; ".join(f"{what}: LlmError {code}, no request" for what, _, code in attempts)
         if problems:
             sentence = (
