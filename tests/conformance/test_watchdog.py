@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +27,7 @@ from chunkscope.cli import main
 from chunkscope.conformance_kit import ConformanceError, conformance, run_conformance
 
 IDLE = 1.5
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def good(base_url: str, api_key: str) -> OpenAICompatAdapter:
@@ -263,3 +267,52 @@ def test_junit_that_cannot_be_written_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and err.startswith(
         f"chunkscope conformance: --junit {tmp_path / 'taken' / 'x.xml'}: "
     )
+
+
+@pytest.mark.timeout(40)
+def test_a_factory_that_never_returns_is_a_clear_error_within_the_setup_limit() -> None:
+    def stuck(base_url: str, api_key: str) -> Any:
+        time.sleep(20.0)  # the defect under test: blocks the loop while building the adapter
+        return good(base_url, api_key)
+
+    started = time.monotonic()
+    with pytest.raises(ConformanceError, match=r"the adapter was not built within 10\.5 s"):
+        conformance(stuck, scenarios=["text"], timeout=0.5)
+    assert time.monotonic() - started < 15.0
+
+
+_STUCK_FOR_GOOD = """\
+import time
+from chunkscope.adapters import OpenAICompatAdapter
+
+class Stuck(OpenAICompatAdapter):
+    async def stream(self, options):
+        time.sleep(600)  # never comes back in the life of this command
+        yield {}
+
+def make(base_url, api_key):
+    return Stuck(base_url, api_key)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_command_ends_with_exit_1_though_a_case_stays_stuck_forever(tmp_path: Path) -> None:
+    (tmp_path / "stuck_adapter.py").write_text(_STUCK_FOR_GOOD, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"}
+    argv = ["conformance", "stuck_adapter:make", "--case", "text", "--case", "echo", "--timeout", "0.5"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "chunkscope.cli", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=45,
+    )
+    assert time.monotonic() - started < 20.0
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Stuck does not conform on the openai wire: 0/2 cases clean, 0/2 checks pass"
+    assert lines[1].startswith("  ✗ text · time: Never block the event loop inside stream()")
+    assert lines[2].startswith("  ✗ echo · time: Never block the event loop inside stream()")
+    assert "Traceback" not in done.stderr
