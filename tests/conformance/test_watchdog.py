@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,9 @@ class _BlockingClose(OpenAICompatAdapter):
         (_BlockingClose, "aclose() blocked the event loop"),
     ],
 )
-def test_an_aclose_that_hangs_is_a_problem_of_the_report_not_a_hang(adapter: type, says: str) -> None:
+def test_an_aclose_that_hangs_is_a_problem_of_the_report_not_a_hang(
+    adapter: type, says: str, tmp_path: Path
+) -> None:
     started = time.monotonic()
     report = conformance(lambda url, key: adapter(url, key, idle_timeout=IDLE), scenarios=["text"])
     elapsed = time.monotonic() - started
@@ -136,6 +139,10 @@ def test_an_aclose_that_hangs_is_a_problem_of_the_report_not_a_hang(adapter: typ
     assert not report.ok
     assert any(says in problem for problem in report.problems), report.problems
     assert says in report.summary()
+    suite = ET.parse(report.to_junit(tmp_path / "conformance.xml")).getroot()
+    outside = [c for c in suite.findall("testcase") if c.get("name") == "outside-the-cases"]
+    assert suite.get("failures") == "1" and len(outside) == 1
+    assert says in outside[0].find("failure").get("message", "")  # type: ignore[union-attr]
 
 
 class _RaisingOptions(OpenAICompatAdapter):
