@@ -105,6 +105,7 @@ def test_run_lab_saves_widget_state_without_touching_user_settings(
 
     monkeypatch.setattr(lab_module.os, "execve", fake_exec)
     monkeypatch.setattr(lab_module.subprocess, "call", lambda argv, env: launch(argv) or 0)
+    monkeypatch.setattr(lab_module, "_announce_when_serving", _say_now)
     with contextlib.suppress(_Execed):
         lab_module.run_lab(open_browser=False, notebook_dir=REPO_ROOT / "notebooks")
     [(command, overrides)] = launched
@@ -206,7 +207,13 @@ def launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[list
 
     monkeypatch.setattr(lab_module.os, "execve", fake_exec)
     monkeypatch.setattr(lab_module.subprocess, "call", fake_call)
+    # No server starts here: say the banner at once (the waiting itself is tested below).
+    monkeypatch.setattr(lab_module, "_announce_when_serving", _say_now)
     return launched
+
+
+def _say_now(port: int, line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _lab(*args: str) -> int:
@@ -341,3 +348,43 @@ def test_the_real_command_refuses_a_bad_port_without_a_traceback() -> None:
     assert done.stderr.splitlines() == [
         "chunkscope lab: --port 99999 is not a port (1-65535, or 0 for any free port)"
     ]
+
+
+# --- the banner waits for the server ------------------------------------------------------------
+
+_LATE_SERVER = """
+import http.server, sys, threading, time
+from chunkscope._lab import _announce_when_serving
+port = int(sys.argv[1])
+_announce_when_serving(port, "BANNER")
+print("launched", file=sys.stderr, flush=True)
+time.sleep(1.0)  # JupyterLab takes its time to answer; the banner must wait for it
+server = http.server.HTTPServer(("127.0.0.1", port), http.server.BaseHTTPRequestHandler)
+print("answering", file=sys.stderr, flush=True)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+time.sleep(3.0)
+"""
+
+
+@pytest.mark.timeout(30)
+def test_the_banner_is_printed_once_the_server_answers_not_before(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", _LATE_SERVER, str(port)], capture_output=True, text=True, env=env, timeout=20
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert "BANNER" in lines, lines
+    assert lines.index("launched") < lines.index("answering") < lines.index("BANNER"), lines
+
+
+@pytest.mark.timeout(10)
+def test_waiting_for_a_server_that_never_answers_ends_at_its_timeout_or_when_it_dies() -> None:
+    port = _free_port()
+    started = time.monotonic()
+    assert lab_module.wait_until_serving(port, timeout=0.5) is False
+    assert time.monotonic() - started < 3.0
+    started = time.monotonic()
+    assert lab_module.wait_until_serving(port, timeout=60, alive=lambda: False) is False
+    assert time.monotonic() - started < 1.0

@@ -29,14 +29,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "provider": {"protocol", "provider"},
     "usage": {"protocol", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
-    "conformance": {"protocol", "adapters", "provider", "conformance"},
+    "conformance_kit": {"protocol", "adapters", "provider", "conformance_kit"},
     "testing": {"protocol", "testing"},
     "notebook": {
-        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"
+        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook"
     },
     "cli": {
-        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook", "cli",
-        "face",
+        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook",
+        "cli", "face",
     },
 }
 
@@ -55,7 +55,7 @@ LIBRARIES: dict[str, set[str] | None] = {
         "zstandard", "dask", "distributed",
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
-    "conformance": {"pandas", "pytest", "_pytest", "typing_extensions"},
+    "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
             "conformance", "run_conformance", "ConformanceReport", "CaseResult", "CheckResult",
             "ConformanceError",
         ],
-        ".conformance",
+        ".conformance_kit",
     ),
     "ConformanceGrid": ".notebook",
     # usage (issue 9): loads pandas on first use, never at `import chunkscope`
@@ -126,12 +126,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters import ScriptedAdapter as ScriptedAdapter
     from .adapters import ToolSpec as ToolSpec
     from .adapters import attribution_headers as attribution_headers
-    from .conformance import CaseResult as CaseResult
-    from .conformance import CheckResult as CheckResult
-    from .conformance import ConformanceError as ConformanceError
-    from .conformance import ConformanceReport as ConformanceReport
-    from .conformance import conformance as conformance
-    from .conformance import run_conformance as run_conformance
+    from .conformance_kit import CaseResult as CaseResult
+    from .conformance_kit import CheckResult as CheckResult
+    from .conformance_kit import ConformanceError as ConformanceError
+    from .conformance_kit import ConformanceReport as ConformanceReport
+    from .conformance_kit import conformance as conformance
+    from .conformance_kit import run_conformance as run_conformance
     from .notebook import ConformanceGrid as ConformanceGrid
     from .notebook import Timeline as Timeline
     from .notebook import show as show

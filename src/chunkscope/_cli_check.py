@@ -59,22 +59,28 @@ def _counts(result: StreamResult) -> tuple[int, int]:
 
 
 def _verdict(result: StreamResult) -> str:
+    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
+
     errors, warnings = _counts(result)
     if not errors and not warnings:
         return "clean"
     parts = []
     if errors:
-        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        parts.append(plural(errors, "error"))
     if warnings:
-        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+        parts.append(plural(warnings, "warning"))
     return ", ".join(parts)
 
 
 def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str:
     """One file's report: a heading line, then one table row per violation."""
+    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
+
     kind = _KIND_NAMES.get(stream.kind, stream.kind)
     count = len(stream.chunks)
-    lines = [f"{printable(stream.name)}: {kind}, {count} chunks, profile {profile}: {_verdict(result)}"]
+    lines = [
+        f"{printable(stream.name)}: {kind}, {plural(count, 'chunk')}, profile {profile}: {_verdict(result)}"
+    ]
     if result.violations:
         rows = [
             (
@@ -120,6 +126,8 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
 
     0: no error-severity violation; 1: some; 2: a file could not be read (the others are still checked).
     """
+    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
+
     reports: list[dict[str, Any]] = []
     unreadable = 0
     failed = 0
@@ -153,7 +161,10 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
         # ASCII: any terminal or pipe carries it, and a lone surrogate read from a file stays escaped
         print(json.dumps(document, indent=2, allow_nan=False))
     elif len(paths) > 1 or len(reports) > 1:
-        print(f"{len(reports)} streams checked, {failed} with errors, {unreadable} files unreadable")
+        print(
+            f"{plural(len(reports), 'stream')} checked, {failed} with errors, "
+            f"{plural(unreadable, 'file')} unreadable"
+        )
     if unreadable:
         return 2
     return 1 if failed else 0

@@ -123,10 +123,12 @@ def run_record(
         result = asyncio.run(_record(adapter, output, options))
     except KeyboardInterrupt:
         return _fail(f"interrupted; what arrived is in {output}", key, 130)
-    chunks = len(result.chunks)
+    from chunkscope.protocol._words import plural
+
+    chunks = plural(len(result.chunks), "chunk")
     if result.error is not None:
         return _fail(
-            f"the stream failed with {result.error.code} after {chunks} chunks: {result.error.message} "
+            f"the stream failed with {result.error.code} after {chunks}: {result.error.message} "
             f"(recorded in {output})",
             key,
             1,
@@ -139,9 +141,9 @@ def run_record(
     )
     errors = len(result.errors)
     print(
-        f"recorded {chunks} chunks to {printable(output)}: finish {finish}"
+        f"recorded {chunks} to {printable(output)}: finish {finish}"
         + (f" ({result.error_code})" if result.error_code else "")
-        + f", {usage}, {errors} violation{'s' if errors != 1 else ''}"
+        + f", {usage}, {plural(errors, 'violation')}"
         + (f" (chunkscope check {printable(output)})" if errors else "")
     )
     return 0
@@ -183,7 +185,13 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("--provider", default=None, help="provider name recorded in the header")
     parser.add_argument("--system", default=None, help="a system prompt")
-    parser.add_argument("--max-tokens", type=int, default=None, metavar="N")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most output tokens the model may generate (default: the provider's limit)",
+    )
     parser.add_argument(
         "--idle-timeout",
         type=_positive_float,

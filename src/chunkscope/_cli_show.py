@@ -57,10 +57,18 @@ def run_show(
     return 0
 
 
+MIN_WIDTH = 40
+"""The narrowest picture ``show`` draws (its lanes and labels need that many columns)."""
+
+
 def _width(text: str) -> int:
-    value = int(text)
-    if value < 40:
-        raise ValueError(text)
+    # ArgumentTypeError: argparse shows this sentence, not "invalid _width value" (the function's name)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of columns") from None
+    if value < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{value} columns is too narrow (at least {MIN_WIDTH})")
     return value
 
 
@@ -76,7 +84,11 @@ def add_show_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--profile", choices=PROFILE_CHOICES, default="strict", help="rule profile (default strict)"
     )
     parser.add_argument(
-        "--width", type=_width, default=None, metavar="N", help="columns (default: the terminal's)"
+        "--width",
+        type=_width,
+        default=None,
+        metavar="N",
+        help=f"columns, at least {MIN_WIDTH} (default: the terminal's)",
     )
     terse_errors(parser)
     parser.set_defaults(

@@ -24,6 +24,7 @@ import os
 import sys
 import warnings
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._cli_inputs import InputError, LoadedStream, analyze, load_streams, pipe_safe, printable, terse_errors
@@ -141,6 +142,8 @@ def _prices(path: str) -> Any:
         raise UsageArgumentError(f"--prices {path}: not UTF-8 text") from None
     except ValueError as exc:
         message = str(exc).splitlines()[0] if str(exc) else "not a price table"
+        # PriceTable.load names its file first; the flag's prefix already does
+        message = message.removeprefix(f"{os.fspath(Path(path))}: ").removeprefix(f"{path}: ")
         raise UsageArgumentError(f"--prices {path}: {message}") from None
 
 
@@ -186,13 +189,15 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
+
     keys = [name or "group" for name in table.index.names]
     currency = ""
     if "currency" in frame.columns:
         seen = [str(c) for c in frame["currency"].dropna().unique()]
         currency = seen[0] if len(seen) == 1 else ""
     out = Table(
-        title=f"usage of {len(frame)} attempts",
+        title=f"usage of {plural(len(frame), 'attempt')}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -247,6 +252,8 @@ def run_usage(
     console: Console | None = None,
 ) -> int:
     """Summarise ``paths``; print the table or write ``out``; return the exit status."""
+    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
+
     try:
         keys = _keys(by)
         table_of_prices = _prices(prices) if prices is not None else None
@@ -259,7 +266,8 @@ def run_usage(
         for problem in problems:
             print(f"chunkscope usage: {printable(problem)}", file=sys.stderr)
         print(
-            f"chunkscope usage: {len(problems)} of {len(paths)} files unreadable; no summary", file=sys.stderr
+            f"chunkscope usage: {len(problems)} of {plural(len(paths), 'file')} unreadable; no summary",
+            file=sys.stderr,
         )
         return 2
     from chunkscope import UnpricedModelWarning, summary
@@ -280,7 +288,7 @@ def run_usage(
                 file=sys.stderr,
             )
             return 2
-        print(f"{len(table)} groups of {len(frame)} attempts written to {printable(out)}")
+        print(f"{plural(len(table), 'group')} of {plural(len(frame), 'attempt')} written to {printable(out)}")
         return 0
     from rich.console import Console
 

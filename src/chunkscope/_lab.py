@@ -32,7 +32,9 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, MutableMapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -48,11 +50,15 @@ __all__ = [
     "lab_url",
     "parse_port",
     "run_lab",
+    "wait_until_serving",
     "write_lab_settings",
 ]
 
 LAB_HELP = "start JupyterLab on the tutorial notebooks (127.0.0.1, offline)"
 DEFAULT_PORT = 8888
+SERVE_WAIT_S = 120.0
+"""How long the banner waits for JupyterLab to answer before printing its URL all the same."""
+
 _MOVE_TRIES = 20  # a busy port moves to the next free one of the following ports, else to any free one
 
 
@@ -267,7 +273,8 @@ def run_lab(
 ) -> int:
     """Run JupyterLab until it exits; returns its exit status.
 
-    First prints (on stderr) the URL it serves, token included; a busy ``port``
+    Prints (on stderr) the URL it serves, token included, once the server
+    answers there (``wait_until_serving``); a busy ``port``
     moves to a free one, with a line saying which. Bad input (a missing or
     non-folder ``notebook_dir``, a port that is not one) prints one line and
     returns 2 without starting anything.
@@ -289,7 +296,8 @@ def run_lab(
     command = lab_command(
         root.resolve(), port=port, open_browser=open_browser, settings_dir=settings, extra=extra
     )
-    print(f"chunkscope lab: serving {root} at {lab_url(port, token)}", file=sys.stderr, flush=True)
+    # The URL is printed once the server answers: a URL that refuses the first click helps no one.
+    _announce_when_serving(port, f"chunkscope lab: serving {root} at {lab_url(port, token)}")
     if os.name == "posix":
         sys.stdout.flush()
         os.execve(command[0], command, env)  # same pid: the settings folder's name stays true
@@ -299,6 +307,51 @@ def run_lab(
         return 130
     finally:
         shutil.rmtree(settings.parent, ignore_errors=True)
+
+
+def wait_until_serving(port: int, *, timeout: float, alive: Callable[[], bool] = lambda: True) -> bool:
+    """True once an HTTP server answers on 127.0.0.1:``port`` (any status); False after ``timeout``
+    seconds or as soon as ``alive()`` says the server's process is gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+                sock.sendall(b"GET /api/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                if sock.recv(5) == b"HTTP/":
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)  # polling a real server's start: there is no event to wait on
+    return False
+
+
+def _announce_when_serving(port: int, line: str) -> None:
+    """Print ``line`` on stderr once JupyterLab answers on ``port``, without holding up its start.
+
+    On POSIX this process is about to *become* JupyterLab (``exec``), so the
+    waiting is done by a detached grandchild (adopted by init: no zombie under
+    the server) that gives up when the server's process ends. Elsewhere a
+    daemon thread waits while JupyterLab runs as a child process.
+    """
+    if os.name != "posix":
+        threading.Thread(target=_print_when_serving, args=(port, line, lambda: True), daemon=True).start()
+        return
+    sys.stderr.flush()
+    server = os.getpid()  # exec keeps the pid: this is JupyterLab's, soon
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        if os.fork() == 0:
+            _print_when_serving(port, line, lambda: _alive(server))
+    finally:
+        os._exit(0)  # the (grand)child never returns into the command
+
+
+def _print_when_serving(port: int, line: str, alive: Callable[[], bool]) -> None:
+    if wait_until_serving(port, timeout=SERVE_WAIT_S, alive=alive) or alive():
+        print(line, file=sys.stderr, flush=True)
 
 
 _LAUNCH_PREFIX = "chunkscope-lab-"

@@ -30,7 +30,7 @@ from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
 from chunkscope._cli_usage import add_usage_parser
 from chunkscope._lab import UsageError, add_lab_parser, parse_port
-from chunkscope.conformance._cli import add_conformance_parser
+from chunkscope.conformance_kit._cli import add_conformance_parser
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
 
@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for register in SUBCOMMANDS:
         register(subparsers)
+    for subcommand in subparsers.choices.values():
+        if subcommand.get_default("subcommand_parser") is None:
+            # `chunkscope check --bogus`, `conformance --wire grpc`: one line in the subcommand's name
+            terse_errors(subcommand)
+            subcommand.set_defaults(subcommand_parser=subcommand)
     # `chunkscope frob`, `chunkscope --frob`: one line on stderr and exit 2, not the usage dump
     terse_errors(parser)
     return parser

@@ -72,7 +72,7 @@ def test_csv_holds_every_summary_column_and_equals_the_library_summary(
 ) -> None:
     out = tmp_path / "summary.csv"
     assert main(["usage", *map(str, two_calls), "-o", str(out)]) == 0
-    assert f"1 groups of 2 attempts written to {out}" in capsys.readouterr().out
+    assert f"1 group of 2 attempts written to {out}" in capsys.readouterr().out
     written = pd.read_csv(out)
     assert list(written.columns) == ["provider", "model", *cs.usage.SUMMARY_COLUMNS, "errors_RATE_LIMIT"]
     # the command reads the files as read_recordings does: same numbers as the library's summary
@@ -211,17 +211,20 @@ def test_usage_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "says"),
+    ("argv", "prefix", "says"),
     [
-        (["frob"], "invalid choice: 'frob'"),
-        (["--frob"], "unrecognized arguments: --frob"),
-        (["show", "x.jsonl", "--frob"], "unrecognized arguments: --frob"),
+        (["frob"], "chunkscope: ", "invalid choice: 'frob'"),
+        (["--frob"], "chunkscope: ", "unrecognized arguments: --frob"),
+        # a subcommand's flag mistake is reported in the subcommand's name
+        (["show", "x.jsonl", "--frob"], "chunkscope show: ", "unrecognized arguments: --frob"),
+        (["check", "x.jsonl", "--bogus"], "chunkscope check: ", "unrecognized arguments: --bogus"),
+        (["usage", "x.jsonl", "--bogus"], "chunkscope usage: ", "unrecognized arguments: --bogus"),
     ],
 )
-def test_top_level_argument_errors_are_one_line_and_exit_2(argv: list[str], says: str) -> None:
+def test_top_level_argument_errors_are_one_line_and_exit_2(argv: list[str], prefix: str, says: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(cs.__file__).parents[1])}
     done = subprocess.run(
         [sys.executable, "-m", "chunkscope.cli", *argv], capture_output=True, text=True, env=env
     )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("chunkscope: ") and says in done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(prefix) and says in done.stderr

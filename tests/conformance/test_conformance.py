@@ -19,7 +19,7 @@ from chunkscope.adapters import (
     LlmAdapter,
     OpenAICompatAdapter,
 )
-from chunkscope.conformance import (
+from chunkscope.conformance_kit import (
     ABORT_CASE,
     CHECKS,
     REFUSAL_CASE,
@@ -254,15 +254,19 @@ async def test_inside_a_running_event_loop_the_kit_still_runs() -> None:
     await asyncio.sleep(0)
 
 
-def test_import_chunkscope_does_not_import_pandas_and_the_package_is_callable() -> None:
+def test_import_chunkscope_does_not_import_pandas_and_cs_conformance_is_the_function() -> None:
     import subprocess
     import sys
 
     code = (
-        "import sys, chunkscope as cs\n"
-        "from chunkscope.conformance import ConformanceReport\n"
+        "import sys, types, chunkscope as cs\n"
+        "from chunkscope.conformance_kit import ConformanceReport\n"
+        "import chunkscope.conformance_kit.pytest_plugin\n"  # what every pytest run imports
         "assert 'pandas' not in sys.modules\n"
-        "assert callable(cs.conformance)\n"
+        "from chunkscope.conformance_kit import conformance\n"
+        "assert cs.conformance is conformance and isinstance(conformance, types.FunctionType)\n"
+        "assert type(sys.modules['chunkscope.conformance_kit']) is types.ModuleType\n"
+        "assert 'chunkscope.conformance' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

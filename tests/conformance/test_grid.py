@@ -10,7 +10,7 @@ import pytest
 from skeleton import make_skeleton
 
 import chunkscope as cs
-from chunkscope.conformance import ConformanceReport
+from chunkscope.conformance_kit import ConformanceReport
 from chunkscope.notebook._conformance_grid import ConformanceGrid, case_state, grid_state
 from chunkscope.notebook._grid_display import _display, enable_grid
 

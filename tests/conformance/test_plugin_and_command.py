@@ -48,7 +48,7 @@ def pytest_args(target: str) -> list[str]:
         "-m",
         "pytest",
         "-p",
-        "chunkscope.conformance.pytest_plugin",
+        "chunkscope.conformance_kit.pytest_plugin",
         f"--chunkscope-conformance={target}",
     ]
 
@@ -56,7 +56,7 @@ def pytest_args(target: str) -> list[str]:
 def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
     pyproject = tomllib.loads((SRC.parent / "pyproject.toml").read_text(encoding="utf-8"))
     entry = pyproject["project"]["entry-points"]["pytest11"]
-    assert entry == {"chunkscope": "chunkscope.conformance.pytest_plugin"}
+    assert entry == {"chunkscope": "chunkscope.conformance_kit.pytest_plugin"}
 
 
 def test_the_plugin_turns_each_case_into_a_passing_test(package: Path) -> None:

@@ -267,7 +267,7 @@ CASES: list[tuple[str, list[Any], list[tuple[str, int | None, str]]]] = [
     (
         "error finish without a failure",
         [*text_block(0, "a"), finish("error")],
-        [("schema", 3, "a error finish carries no failure")],
+        [("schema", 3, "an error finish carries no failure")],
     ),
 ]
 

@@ -19,7 +19,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from chunkscope.conformance import CHECKS, CaseResult, ConformanceReport, grid_html
+from chunkscope.conformance_kit import CHECKS, CaseResult, ConformanceReport, grid_html
 from chunkscope.protocol import StreamResult
 
 from ._display import with_static_copy

@@ -34,7 +34,7 @@ def enable_grid(ip: Any = None) -> bool:
         return False
     if id(ip) not in _ENABLED:
         ip.display_formatter.ipython_display_formatter.for_type_by_name(
-            "chunkscope.conformance._report", "ConformanceReport", _display
+            "chunkscope.conformance_kit._report", "ConformanceReport", _display
         )
         _ENABLED.add(id(ip))
     return True

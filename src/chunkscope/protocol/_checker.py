@@ -90,6 +90,7 @@ from ._chunks import (
     parse_chunk,
 )
 from ._violations import PROFILES, RULES, Violation
+from ._words import a, type_phrase
 
 __all__ = ["Checker"]
 
@@ -138,7 +139,7 @@ def _json_problem(text: str) -> str | None:
     except RecursionError:  # hostile input: deeper than any parser here will follow
         return f"are JSON nested too deeply to parse ({len(text)} characters): {_clip(text, 40)}"
     if not isinstance(value, dict):
-        return f"are JSON but not an object (a {type(value).__name__}): {_clip(text, 40)}"
+        return f"are JSON but not an object ({type_phrase(value)}): {_clip(text, 40)}"
     return None
 
 
@@ -677,7 +678,7 @@ class Checker:
                         "schema",
                         pos,
                         chunk,
-                        f"a {kind} finish carries no failure; error and aborted finishes say what failed",
+                        f"{a(kind)} finish carries no failure; error and aborted finishes say what failed",
                     )
                 )
         elif reason.failure is not None:
@@ -686,7 +687,7 @@ class Checker:
                     "schema",
                     pos,
                     chunk,
-                    f"a {kind} finish carries a failure; only error and aborted finishes do",
+                    f"{a(kind)} finish carries a failure; only error and aborted finishes do",
                 )
             )
         if self._strict and kind not in _CUT_ALLOWED:
@@ -698,7 +699,7 @@ class Checker:
                     "block-pairing",
                     pos,
                     chunk,
-                    f"a {kind} finish arrived while {_still_open(self._open)}; only an error or aborted "
+                    f"{a(kind)} finish arrived while {_still_open(self._open)}; only an error or aborted "
                     "finish may leave blocks open",
                 )
             )
@@ -727,7 +728,8 @@ class Checker:
                     "usage-missing",
                     pos,
                     chunk,
-                    f"a {kind} finish arrived with no usage chunk before it; the token accounting is missing",
+                    f"{a(kind)} finish arrived with no usage chunk before it; the token accounting is "
+                    "missing",
                 )
         return found if found else _EMPTY
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from chunkscope.protocol._words import plural
+
 __all__ = ["KIND_COLORS", "plot_usage", "tokens_per_call"]
 
 KIND_COLORS = {
@@ -85,7 +87,7 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
         currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
         bottom.set_ylabel(f"cost ({', '.join(currencies) or 'unknown currency'})")
         unpriced = int((frame["cost"].isna() & frame["input_tokens"].notna()).sum())
-        note = f"cumulative cost ({unpriced} attempts unpriced)" if unpriced else "cumulative cost"
+        note = f"cumulative cost ({plural(unpriced, 'attempt')} unpriced)" if unpriced else "cumulative cost"
         bottom.set_title(note)
     else:
         bottom.text(

@@ -61,6 +61,7 @@ from chunkscope.protocol import (
     Usage,
 )
 from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
+from chunkscope.protocol._words import type_phrase
 
 from .._failures import loads, preview, stream_error
 
@@ -151,7 +152,7 @@ class _ThinkSplitter:
                 if at:
                     out.append((self.inside, text[:at]))
                 self.inside = not self.inside
-                text = text[at + len(tag):]
+                text = text[at + len(tag) :]
                 continue
             # Hold back the longest suffix that could begin the tag.
             keep = 0
@@ -161,7 +162,7 @@ class _ThinkSplitter:
                     break
             if len(text) > keep:
                 out.append((self.inside, text[: len(text) - keep]))
-            self.held = text[len(text) - keep:]
+            self.held = text[len(text) - keep :]
             break
         return out
 
@@ -352,8 +353,13 @@ class OpenAITranslator:
         live.held += 1
         return trusted(
             ToolCallDelta,
-            {"type": "tool-call-delta", "index": live.block, "id": live.id, "name": None,
-             "arguments_delta": fragment},
+            {
+                "type": "tool-call-delta",
+                "index": live.block,
+                "id": live.id,
+                "name": None,
+                "arguments_delta": fragment,
+            },
         )
 
     def _feed(self, obj: Any) -> None:
@@ -505,8 +511,13 @@ class OpenAITranslator:
         self.out.append(
             trusted(
                 ToolCallDelta,
-                {"type": "tool-call-delta", "index": record.block, "id": record.id,
-                 "name": name, "arguments_delta": fragment},
+                {
+                    "type": "tool-call-delta",
+                    "index": record.block,
+                    "id": record.id,
+                    "name": name,
+                    "arguments_delta": fragment,
+                },
             )
         )
 
@@ -540,9 +551,19 @@ class OpenAITranslator:
         self.out.append(
             trusted(
                 BlockEnd,
-                {"type": "block-end", "index": record.block,
-                 "block": trusted(ToolCallBlock, {"type": "tool-call", "id": record.id,
-                                                  "name": record.name, "arguments": "".join(record.parts)})},
+                {
+                    "type": "block-end",
+                    "index": record.block,
+                    "block": trusted(
+                        ToolCallBlock,
+                        {
+                            "type": "tool-call",
+                            "id": record.id,
+                            "name": record.name,
+                            "arguments": "".join(record.parts),
+                        },
+                    ),
+                },
             )
         )
 
@@ -605,7 +626,7 @@ _EMPTY = FinishReason(
 
 def _expect_str(value: Any, where: str) -> str:
     if type(value) is not str:
-        raise TypeError(f"{where} is a {type(value).__name__}, not a string")
+        raise TypeError(f"{where} is {type_phrase(value)}, not a string")
     return value
 
 

@@ -37,6 +37,8 @@ CHECKS: dict[str, str] = {
     "abort": "an abort ends the stream within 100 ms, as ABORTED",
     "connection": "the aborted request's connection is closed at once (seen by the provider)",
     "refusal": "options the adapter cannot honour are refused before any request is sent",
+    "options": "supported_options can be read (a collection of option names)",
+    "time": "the case ended within its time limit (judged by a watchdog outside the case's event loop)",
 }
 """Every check's id and what it verifies, in the grid's column order."""
 
@@ -73,11 +75,13 @@ class CaseResult:
     checks: tuple[CheckResult, ...]
     result: StreamResult | None = field(default=None, repr=False, compare=False)
     requests: tuple[ReceivedRequest, ...] = field(default=(), repr=False, compare=False)
+    not_run: str | None = None
+    """Why the case never ran (an earlier case hung, the run's time budget was spent), or None."""
 
     @property
     def ok(self) -> bool:
-        """True when every applicable check passed."""
-        return all(c.passed for c in self.checks)
+        """True when the case ran and every applicable check passed."""
+        return self.not_run is None and all(c.passed for c in self.checks)
 
     @property
     def failures(self) -> list[CheckResult]:
@@ -99,11 +103,13 @@ class ConformanceReport:
     wire: str
     adapter: str
     cases: tuple[CaseResult, ...]
+    problems: tuple[str, ...] = ()
+    """What went wrong outside any case (e.g. the adapter's ``aclose()`` hung), one sentence each."""
 
     @property
     def ok(self) -> bool:
-        """True when every check of every case passed."""
-        return all(case.ok for case in self.cases)
+        """True when every check of every case passed and nothing went wrong outside them."""
+        return not self.problems and all(case.ok for case in self.cases)
 
     @property
     def checks(self) -> list[str]:
@@ -133,16 +139,19 @@ class ConformanceReport:
         passed, total = self.counts()
         rows = len(self.cases)
         good = sum(case.ok for case in self.cases)
+        not_run = sum(case.not_run is not None for case in self.cases)
         verdict = "conforms" if self.ok else "does not conform"
         return (
             f"{self.adapter} {verdict} on the {self.wire} wire: "
             f"{good}/{rows} cases clean, {passed}/{total} checks pass"
+            + (f", {not_run}/{rows} cases not run" if not_run else "")
         )
 
     def summary(self) -> str:
-        """The headline, then one line per failed check with what to fix."""
+        """The headline, one line per failed check with what to fix, then any problem outside the cases."""
         lines = [self.headline()]
         lines.extend(f"  ✗ {c.case} · {c.check}: {c.sentence}" for c in self.failures)
+        lines.extend(f"  ✗ {problem}" for problem in self.problems)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -183,7 +192,10 @@ class ConformanceReport:
         return frame.astype(dtypes)
 
     def to_junit(self, path: str | Path) -> Path:
-        """Write JUnit XML (one testcase per case; a failure lists its failed checks); return the path."""
+        """Write JUnit XML (one testcase per case; a failure lists its failed checks); return the path.
+
+        Missing parent folders are created; any other ``OSError`` is raised as is.
+        """
         failures = sum(not case.ok for case in self.cases)
         suite = ET.Element(
             "testsuite",
@@ -210,7 +222,18 @@ class ConformanceReport:
                     f"{c.check}: {c.sentence}\n  expected: {c.expected}\n  observed: {c.observed}"
                     for c in failed
                 )
+        if self.problems:  # outside every case, yet part of the verdict: a CI must see it
+            element = ET.SubElement(
+                suite, "testcase", classname=f"chunkscope.conformance.{self.wire}", name="outside-the-cases"
+            )
+            failure = ET.SubElement(
+                element, "failure", message="; ".join(self.problems), type="ConformanceFailure"
+            )
+            failure.text = "\n".join(self.problems)
+            suite.set("tests", str(len(self.cases) + 1))
+            suite.set("failures", str(failures + 1))
         target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)  # `--junit reports/conformance.xml` in a fresh CI
         ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
         return target
 

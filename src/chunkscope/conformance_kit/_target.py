@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from chunkscope.protocol._words import type_phrase
+
 from ._errors import ConformanceError
 
 __all__ = ["load_factory"]
@@ -35,7 +37,5 @@ def load_factory(target: str) -> Callable[[str, str], Any]:
         except AttributeError:
             raise ConformanceError(f"module {module_name!r} has no attribute {attr!r}") from None
     if not callable(value):
-        raise ConformanceError(
-            f"{target} is a {type(value).__name__}, not a callable factory(base_url, api_key)"
-        )
+        raise ConformanceError(f"{target} is {type_phrase(value)}, not a callable factory(base_url, api_key)")
     return value  # type: ignore[no-any-return]

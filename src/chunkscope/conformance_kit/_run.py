@@ -1,12 +1,14 @@
-"""Run an adapter through the local provider's scenario matrix and judge every stream.
+"""The cases of the conformance matrix, run on one event loop, and the checks that judge them.
 
-``conformance(factory, wire=...)`` starts a ``LocalProvider``, builds the
-adapter with ``factory(base_url, api_key)`` and runs one request per scenario
+``_watch`` drives these on a worker thread: it starts a ``LocalProvider``, builds the
+adapter with ``build_adapter`` (``factory(base_url, api_key)``) and runs one request per scenario
 of that wire (``Scenario.wires``), then two requests that are not replies:
 ``abort`` (``fault-stall``, aborted at its first text) and
 ``refuse-unsupported-options``. Each stream is consumed by ``collect`` under
 ``strict``; the provider's record of what it received judges the request and
-the connection.
+the connection. Every wait here is bounded (a stream that ignores its abort
+is cancelled, one that swallows the cancellation abandoned); what no wait on
+the loop can bound — an adapter that blocks the loop itself — is ``_watch``'s.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ import asyncio
 import contextlib
 import json
 import re
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
+from chunkscope.protocol._words import plural
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
 
 from ._errors import ConformanceError
-from ._report import CaseResult, CheckResult, ConformanceReport
+from ._report import CaseResult, CheckResult
 
 __all__ = [
     "ABORT_CASE",
@@ -34,9 +36,9 @@ __all__ = [
     "API_KEY",
     "PROMPT",
     "ConformanceError",
+    "build_adapter",
     "case_names",
-    "conformance",
-    "run_conformance",
+    "close_adapter",
 ]
 
 Wire = Literal["openai", "anthropic"]
@@ -54,7 +56,12 @@ ABORT_SCENARIO = "fault-stall"  # text, then silence: an abort there can only be
 ABORT_LIMIT_S = 0.1
 """An abort must end the stream within this long."""
 
+ACLOSE_LIMIT_S = 3.0
+"""How long the adapter's ``aclose()`` may take at the end of the run."""
+
 _RELEASE_WAIT_S = 1.0  # how long the provider gets to see the aborted connection close
+_ABORT_WAIT_S = 2.0  # after the time limit's abort, before the kit cancels the stream
+_CANCEL_WAIT_S = 1.0  # after the cancellation, before the kit abandons a stream that swallows it
 _ABORT_FALLBACK_S = 3.0  # abort this long after the start when no text ever arrives
 _UNLISTED_EFFORT = "chunkscope-unlisted-effort"
 _USER_AGENT = re.compile(r"^[^\s/]+/\S+ \(\+\S+\)")
@@ -79,6 +86,9 @@ _OPTION_VALUES: dict[str, Any] = {
 }
 
 
+_DEFAULT_SUPPORTED = frozenset({"signal", "purpose"})
+
+
 def case_names(wire: Wire) -> list[str]:
     """Every case of ``wire``'s matrix, in order: its scenarios, then the abort and the refusal."""
     _check_wire(wire)
@@ -94,94 +104,44 @@ def _scenarios(wire: str) -> list[Scenario]:
     return [s for s in SCENARIOS.values() if wire in s.wires]
 
 
-# --- running ---------------------------------------------------------------------
+# --- building the adapter ----------------------------------------------------------
 
 
-def conformance(
-    factory: Callable[[str, str], Any],
-    *,
-    wire: Wire = "openai",
-    scenarios: Iterable[str] | None = None,
-    timeout: float = 40.0,
-) -> ConformanceReport:
-    """Run the adapter ``factory(base_url, api_key)`` builds through every case of ``wire``.
-
-    ``base_url`` is what that wire's adapters take (``LocalProvider.base_url``
-    for ``openai``, ``LocalProvider.url`` for ``anthropic``). ``scenarios``
-    limits the run to some case names (``case_names(wire)``). ``timeout``
-    bounds one case (the kit aborts, then cancels, a stream that runs longer).
-    Give the adapter an idle timeout between 1 s (``slow-first-byte``) and
-    30 s (``fault-stall``). Works from scripts and inside a running event loop
-    (Jupyter): there the run happens in a worker thread. Never raises for what
-    the adapter does; raises ``ConformanceError`` when it cannot run at all.
-    """
-    coroutine = run_conformance(factory, wire=wire, scenarios=scenarios, timeout=timeout)
+def build_adapter(factory: Callable[[str, str], Any], provider: LocalProvider, wire: str) -> Any:
+    """``factory(base_url, api_key)`` for ``wire``; ``ConformanceError`` if it fails or gives no adapter."""
+    base_url = provider.base_url if wire == "openai" else provider.url
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    box: list[ConformanceReport | BaseException] = []
-
-    def work() -> None:
-        try:
-            box.append(asyncio.run(coroutine))
-        except BaseException as exc:  # handed back to the caller's thread
-            box.append(exc)
-
-    worker = threading.Thread(target=work, name="chunkscope-conformance", daemon=True)
-    worker.start()
-    worker.join()
-    outcome = box[0]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
+        adapter = factory(base_url, API_KEY)
+    except Exception as exc:
+        raise ConformanceError(
+            f"the factory raised {type(exc).__name__}: {exc} (it is called as factory(base_url, api_key))"
+        ) from exc
+    if not callable(getattr(adapter, "stream", None)):
+        raise ConformanceError(
+            f"the factory returned {type(adapter).__name__}, which has no stream(options) method"
+        )
+    return adapter
 
 
-async def run_conformance(
-    factory: Callable[[str, str], Any],
-    *,
-    wire: Wire = "openai",
-    scenarios: Iterable[str] | None = None,
-    timeout: float = 40.0,
-) -> ConformanceReport:
-    """``conformance`` as a coroutine, on the caller's event loop."""
-    _check_wire(wire)
-    names = case_names(wire)
-    wanted = names if scenarios is None else list(scenarios)
-    unknown = [n for n in wanted if n not in names]
-    if unknown:
-        raise ConformanceError(f"unknown case(s) {unknown} for the {wire} wire; the cases are {names}")
-    async with LocalProvider() as provider:
-        base_url = provider.base_url if wire == "openai" else provider.url
-        try:
-            adapter = factory(base_url, API_KEY)
-        except Exception as exc:
-            raise ConformanceError(
-                f"the factory raised {type(exc).__name__}: {exc} (it is called as factory(base_url, api_key))"
-            ) from exc
-        if not callable(getattr(adapter, "stream", None)):
-            raise ConformanceError(
-                f"the factory returned {type(adapter).__name__}, which has no stream(options) method"
-            )
-        label = type(adapter).__name__
-        runner = _Runner(adapter, provider, wire, timeout)
-        cases: list[CaseResult] = []
-        try:
-            for name in names:
-                if name not in wanted:
-                    continue
-                if name == ABORT_CASE:
-                    cases.append(await runner.abort_case())
-                elif name == REFUSAL_CASE:
-                    cases.append(await runner.refusal_case())
-                else:
-                    cases.append(await runner.scenario_case(SCENARIOS[name]))
-        finally:
-            aclose = getattr(adapter, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
-    return ConformanceReport(wire=wire, adapter=label, cases=tuple(cases))
+async def close_adapter(adapter: Any) -> str | None:
+    """Await the adapter's ``aclose()`` (if any) for at most ``ACLOSE_LIMIT_S``; a sentence when it hangs."""
+    aclose = getattr(adapter, "aclose", None)
+    if aclose is None:
+        return None
+    closing = asyncio.ensure_future(_quietly(aclose))
+    done, _ = await asyncio.wait({closing}, timeout=ACLOSE_LIMIT_S)
+    if done:
+        return None
+    closing.cancel()
+    return (
+        f"{type(adapter).__name__}.aclose() did not return within {ACLOSE_LIMIT_S:g} s: close the client "
+        "without waiting on anything that may never come (the kit abandoned it)"
+    )
+
+
+async def _quietly(aclose: Callable[[], Any]) -> None:
+    with contextlib.suppress(Exception):
+        await aclose()
 
 
 @dataclass
@@ -225,9 +185,35 @@ class _Runner:
         self.provider = provider
         self.wire = wire
         self.timeout = timeout
-        supported = getattr(adapter, "supported_options", None)
-        # An adapter that does not say what it supports is taken at LlmAdapter's default.
-        self.supported = frozenset(supported) if supported is not None else frozenset({"signal", "purpose"})
+        self.options_error: str | None = None
+        try:
+            supported = getattr(adapter, "supported_options", None)
+            # An adapter that does not say what it supports is taken at LlmAdapter's default.
+            self.supported = frozenset(supported) if supported is not None else _DEFAULT_SUPPORTED
+            if not all(isinstance(o, str) for o in self.supported):
+                raise TypeError(f"it holds {sorted(map(repr, self.supported))}, not option names")
+        except Exception as exc:  # a raising property is the adapter's defect, reported on every case
+            self.options_error = f"{type(exc).__name__}: {exc}"[:300]
+            self.supported = _DEFAULT_SUPPORTED
+
+    async def case(self, name: str) -> CaseResult:
+        """Run the case ``name`` (a scenario, the abort or the refusal)."""
+        if name == ABORT_CASE:
+            case = await self.abort_case()
+        elif name == REFUSAL_CASE:
+            case = await self.refusal_case()
+        else:
+            case = await self.scenario_case(SCENARIOS[name])
+        if self.options_error is None:
+            return case
+        sentence = (
+            f"Reading supported_options raised {self.options_error}: make it a frozenset of option names "
+            "(LlmAdapter's class attribute); the kit ran this case as if it were {'signal', 'purpose'}."
+        )
+        cell = CheckResult(
+            case.name, "options", False, "a collection of option names", self.options_error, sentence
+        )
+        return replace(case, checks=(cell, *case.checks))
 
     def options(self, model: str, **extra: Any) -> GenerateOptions:
         chosen = {k: v for k, v in _OPTION_VALUES.items() if k in self.supported}
@@ -257,15 +243,18 @@ class _Runner:
         if not done:
             if controller is not None:
                 controller.abort("the conformance kit's time limit")
-                done, _ = await asyncio.wait({task}, timeout=2.0)
+                done, _ = await asyncio.wait({task}, timeout=_ABORT_WAIT_S)
             if not done:
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-                result = await collect(list(probe.chunks))
-                result.error = LlmError(
-                    f"the stream did not end within {timeout:g} s; the kit cancelled it", "TIMEOUT"
+                # Bounded: a stream that swallows CancelledError would hold `await task` forever.
+                done, _ = await asyncio.wait({task}, timeout=_CANCEL_WAIT_S)
+                how = (
+                    "the kit cancelled it"
+                    if done
+                    else f"nor within {_CANCEL_WAIT_S:g} s of its cancellation (it swallows CancelledError)"
                 )
+                result = await collect(list(probe.chunks))
+                result.error = LlmError(f"the stream did not end within {timeout:g} s; {how}", "TIMEOUT")
                 result.violations = [v for v in result.violations if v.position is not None]
                 probe.raw_error = result.error  # the cancellation was the kit's, not the adapter's
                 return result
@@ -324,7 +313,7 @@ class _Runner:
         ended_early = task.done()
         fired = time.perf_counter()
         controller.abort("conformance: abort check")
-        result = await self.finish(task, probe, None, 2.0)
+        result = await self.finish(task, probe, None, _ABORT_WAIT_S)
         elapsed = probe.ended - fired if probe.ended is not None and not ended_early else None
         requests = self.received(since)
         name = ABORT_CASE
@@ -385,7 +374,7 @@ class _Runner:
             if last.error is None or last.error.code != code:
                 problems.append(f"{what} gave {got}, not LlmError {code}")
             if sent:
-                problems.append(f"{what} reached the provider ({len(sent)} request(s))")
+                problems.append(f"{what} reached the provider ({plural(len(sent), 'request')})")
         expected = "; ".join(f"{what}: LlmError {code}, no request" for what, _, code in attempts)
         if problems:
             sentence = (

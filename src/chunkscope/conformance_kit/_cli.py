@@ -1,14 +1,16 @@
-"""``chunkscope conformance module:factory [--wire W] [--junit FILE] [--case NAME]``.
+"""``chunkscope conformance module:factory [--wire W] [--junit FILE] [--case NAME] [--timeout S]``.
 
 Prints the report's summary (one line per failed check, with what to fix)
 and exits 0 only when the adapter conforms on every case; 1 when it does
 not; 2, with one line and no traceback, when the run cannot start (a bad
-``module:factory``, a factory that raises).
+``module:factory``, a factory that raises, a bad flag value) or the JUnit
+file cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -26,11 +28,13 @@ def run_command(
     junit: str | None = None,
     cases: list[str] | None = None,
     timeout: float = 40.0,
+    total_timeout: float = 300.0,
 ) -> int:
     """What ``chunkscope conformance`` does; returns the exit status."""
     # Imported here: `chunkscope --help` and the other commands must not load the adapters.
-    from ._run import case_names, conformance
+    from ._run import case_names
     from ._target import load_factory
+    from ._watch import conformance
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the caller's folder is importable
@@ -41,15 +45,40 @@ def run_command(
             unknown = [c for c in cases if c not in known]
             if unknown:
                 raise ConformanceError(f"unknown case(s) {unknown}; the {wire} cases are {', '.join(known)}")
-        report = conformance(factory, wire=wire, scenarios=cases, timeout=timeout)  # type: ignore[arg-type]
+        report = conformance(
+            factory,
+            wire=wire,  # type: ignore[arg-type]
+            scenarios=cases,
+            timeout=timeout,
+            total_timeout=total_timeout,
+        )
     except ConformanceError as exc:
         print(f"chunkscope conformance: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the cases run on daemon threads: nothing is left to wait for
+        print("chunkscope conformance: interrupted; no report", file=sys.stderr)
+        return 130
     print(report.summary())
     if junit:
-        path = report.to_junit(junit)
+        try:
+            path = report.to_junit(junit)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            print(f"chunkscope conformance: --junit {junit}: cannot write the XML: {reason}", file=sys.stderr)
+            return 2
         print(f"JUnit XML written to {path}")
     return 0 if report.ok else 1
+
+
+def _seconds(text: str) -> float:
+    """A flag's value as a positive, finite number of seconds (argparse prefixes the flag's name)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
+    return value
 
 
 def add_conformance_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,10 +93,22 @@ def add_conformance_parser(subparsers: argparse._SubParsersAction[argparse.Argum
         "--case", action="append", dest="cases", metavar="NAME", help="run only this case (repeatable)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=40.0, metavar="S", help="seconds one case may take (default 40)"
+        "--timeout", type=_seconds, default=40.0, metavar="S", help="seconds one case may take (default 40)"
+    )
+    parser.add_argument(
+        "--total-timeout",
+        type=_seconds,
+        default=300.0,
+        metavar="S",
+        help="seconds the whole run may take; cases not reached are reported as not run (default 300)",
     )
     parser.set_defaults(
         func=lambda args: run_command(
-            args.target, wire=args.wire, junit=args.junit, cases=args.cases, timeout=args.timeout
+            args.target,
+            wire=args.wire,
+            junit=args.junit,
+            cases=args.cases,
+            timeout=args.timeout,
+            total_timeout=args.total_timeout,
         )
     )

@@ -5,7 +5,7 @@ adds one test per case of the wire's matrix
 (``chunkscope-conformance[<wire>]::<case>``); a failing case prints every failed
 check with the sentence saying what to fix, what was expected and what was
 observed. The matrix runs once per session, when its first test runs. The
-``chunkscope_conformance`` fixture is ``chunkscope.conformance.conformance``,
+``chunkscope_conformance`` fixture is ``chunkscope.conformance`` (the function),
 for a test that runs the kit itself. Registered through the ``pytest11`` entry
 point, so installing chunkscope is enough; importing this module costs nothing
 until the option is used.
@@ -74,7 +74,7 @@ class ConformanceMatrix(pytest.Collector):
         if self._report is None:
             if self._error is not None:
                 raise ConformanceFailure(self._error)
-            from ._run import conformance
+            from ._watch import conformance
 
             try:
                 factory = load_factory(self.target)
@@ -135,7 +135,7 @@ def pytest_collection_modifyitems(
 
 @pytest.fixture
 def chunkscope_conformance() -> Callable[..., ConformanceReport]:
-    """``chunkscope.conformance.conformance``: run the kit on a factory inside a test."""
-    from ._run import conformance
+    """``chunkscope.conformance`` (the function): run the kit on a factory inside a test."""
+    from ._watch import conformance
 
     return conformance

@@ -1,5 +1,8 @@
 """The conformance kit: run any adapter through the local provider's scenario matrix.
 
+Named ``conformance_kit`` so that ``cs.conformance`` is only ever the function
+(a subpackage named ``conformance`` would be bound over it as the package's
+attribute the first time it is imported).
 ``conformance(factory, wire="openai" | "anthropic")`` returns a
 ``ConformanceReport`` (one row per scenario, plus an abort and a refusal
 case; one cell per check). ``chunkscope conformance module:factory`` and the
@@ -12,10 +15,7 @@ command and the pytest plugin cost nothing until used; pandas only inside
 from __future__ import annotations
 
 import importlib
-import sys
-import types
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ConformanceError
 
@@ -47,8 +47,8 @@ _LAZY = {
     "PROMPT": "._run",
     "REFUSAL_CASE": "._run",
     "case_names": "._run",
-    "conformance": "._run",
-    "run_conformance": "._run",
+    "conformance": "._watch",
+    "run_conformance": "._watch",
     "load_factory": "._target",
 }
 
@@ -64,30 +64,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._report import CHECKS, CaseResult, CheckResult, ConformanceReport, grid_html
-    from ._run import ABORT_CASE, API_KEY, PROMPT, REFUSAL_CASE, case_names, conformance, run_conformance
+    from ._run import ABORT_CASE, API_KEY, PROMPT, REFUSAL_CASE, case_names
     from ._target import load_factory
-
-
-class _CallableModule(types.ModuleType):
-    """This package, callable as ``conformance()``.
-
-    ``cs.conformance`` names both this package and the function: importing the
-    package (``from chunkscope.conformance import ...``) makes Python set the
-    package as the ``chunkscope.conformance`` attribute, so calling it must
-    still run the kit.
-    """
-
-    def __call__(
-        self,
-        factory: Callable[[str, str], Any],
-        *,
-        wire: Literal["openai", "anthropic"] = "openai",
-        scenarios: Iterable[str] | None = None,
-        timeout: float = 40.0,
-    ) -> ConformanceReport:
-        from ._run import conformance
-
-        return conformance(factory, wire=wire, scenarios=scenarios, timeout=timeout)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+    from ._watch import conformance, run_conformance
