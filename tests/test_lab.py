@@ -341,3 +341,21 @@ def test_the_real_command_refuses_a_bad_port_without_a_traceback() -> None:
     assert done.stderr.splitlines() == [
         "chunkscope lab: --port 99999 is not a port (1-65535, or 0 for any free port)"
     ]
+
+
+def test_an_installed_package_serves_a_copy_of_its_notebooks_keeping_the_users_edits(tmp_path: Path) -> None:
+    from chunkscope._lab import working_notebooks_dir
+
+    shipped = tmp_path / "site-packages" / "chunkscope" / "_notebooks"
+    shipped.mkdir(parents=True)
+    (shipped / "01-a.ipynb").write_text("shipped 1")
+    (shipped / "02-b.ipynb").write_text("shipped 2")
+    home = tmp_path / "home"
+    folder, copied = working_notebooks_dir(home, shipped) or (None, 0)
+    assert folder == home / "chunkscope-notebooks" and copied == 2
+    (folder / "01-a.ipynb").write_text("my edits")
+    (folder / "02-b.ipynb").unlink()  # deleting one brings the shipped one back
+    assert working_notebooks_dir(home, shipped) == (folder, 1)
+    assert (folder / "01-a.ipynb").read_text() == "my edits"
+    assert (folder / "02-b.ipynb").read_text() == "shipped 2"
+    assert working_notebooks_dir(home, tmp_path / "nothing") is None  # a checkout ships none

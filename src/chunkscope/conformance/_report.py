@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkscope.protocol import StreamResult
+from chunkscope.protocol._extras import needs_extra
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -174,7 +175,8 @@ class ConformanceReport:
 
     def to_frame(self) -> pd.DataFrame:
         """A pandas frame, one row per case and check (string columns, a bool ``passed``)."""
-        import pandas as pd
+        with needs_extra("ConformanceReport.to_frame()"):
+            import pandas as pd
 
         columns = ["case", "scenario", "wire", "check", "passed", "expected", "observed", "sentence"]
         frame = pd.DataFrame(self.to_records(), columns=columns)

@@ -40,6 +40,7 @@ from ._chunks import (
     parse_chunk,
 )
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
+from ._extras import MissingExtraError
 from ._jsonl import ChunkFileError, read_chunks, write_chunks
 from ._messages import Message, Role, parse_message
 from ._validate import ValidatedStream, check, validated
@@ -83,6 +84,7 @@ __all__ = [
     "ErrorCode",
     "ERROR_CODES",
     "error_chain",
+    "MissingExtraError",
     # rules (_violations, _checker, _validate)
     "Rule",
     "RULES",
