@@ -88,7 +88,7 @@ class GeneratedStream:
         return list(self.blocks)
 
     def dicts(self) -> list[dict[str, Any]]:
-        """The chunks in their JSON (seed-style dict) form."""
+        """The chunks in their JSON (camelCase dict) form."""
         return [chunk.to_dict() for chunk in self.chunks]
 
 

@@ -28,7 +28,10 @@ __all__ = ["CHECKS", "CaseResult", "CheckResult", "ConformanceReport"]
 
 CHECKS: dict[str, str] = {
     "strict": "the chunks break no rule of the strict profile",
-    "dsh": "the chunks break no rule of the dsh profile (the TypeScript reference's invariant)",
+    "dsh": (
+        "the chunks break no rule of the dsh profile "
+        "(the invariant of the TypeScript reference, deepseek-ai/deepseek-harness)"
+    ),
     "content": "the assembled text, reasoning and tool calls equal the scenario's script",
     "usage": "the reported usage equals the scenario's",
     "outcome": "the finish kind, or the LlmError code, is the documented one",
