@@ -91,9 +91,8 @@ def _blocked(code: str, *modules: str, cwd: Path) -> subprocess.CompletedProcess
     )
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("inputs")
+def write_inputs(folder: Path) -> Path:
+    """A clean chunk log ``run.jsonl`` and a session log ``session.jsonl`` (its header only) in ``folder``."""
     (folder / "run.jsonl").write_text(
         '{"type":"block-start","index":0,"blockType":"text"}\n'
         '{"type":"text-delta","index":0,"text":"hi"}\n'
@@ -106,6 +105,11 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         '{"type":"session","version":0,"id":"s","createdAt":0}\n', encoding="utf-8"
     )
     return folder
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_inputs(tmp_path_factory.mktemp("inputs"))
 
 
 CLI_PATHS = [
