@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkscope.protocol._extras import OPTIONAL_MODULES, MissingExtraError, as_missing_extra
+from chunkscope._extras import OPTIONAL_MODULES, MissingExtraError, as_missing_extra
 from test_layers import PACKAGE, SOURCES, imports_of, package_of
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -95,7 +95,7 @@ def __getattr__(name: str) -> Any:
     try:
         value = getattr(importlib.import_module(module, __name__), name)
     except ModuleNotFoundError as exc:  # an optional dependency: one line naming the extra to install
-        from .protocol._extras import as_missing_extra
+        from ._extras import as_missing_extra
 
         missing = as_missing_extra(exc, f"chunkscope.{name}")
         if missing is None or missing is exc:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from chunkscope.protocol._extras import require_modules
+from chunkscope._extras import require_modules
 
 __all__ = [
     "LAB_SETTINGS_OVERRIDES",

@@ -29,9 +29,9 @@ from chunkscope._cli_inputs import terse_errors
 from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
 from chunkscope._cli_usage import add_usage_parser
+from chunkscope._extras import MissingExtraError, as_missing_extra
 from chunkscope._lab import UsageError, add_lab_parser, parse_port
 from chunkscope.conformance._cli import add_conformance_parser
-from chunkscope.protocol._extras import MissingExtraError, as_missing_extra
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
 

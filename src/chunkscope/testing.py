@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .protocol._extras import needs_extra
+from ._extras import needs_extra
 
 with needs_extra("chunkscope.testing"):  # the one dependency: the "testing" extra
     from hypothesis import strategies as st

@@ -16,8 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chunkscope._extras import needs_extra
 from chunkscope.protocol import StreamResult
-from chunkscope.protocol._extras import needs_extra
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -8,6 +8,8 @@ internal helper that may change without notice.
 
 from __future__ import annotations
 
+from chunkscope._extras import MissingExtraError
+
 from ._assembly import BlockAssembler, StreamInspector, StreamResult, Timings, UsageSink, collect
 from ._checker import Checker
 from ._chunks import (
@@ -40,7 +42,6 @@ from ._chunks import (
     parse_chunk,
 )
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
-from ._extras import MissingExtraError
 from ._jsonl import ChunkFileError, read_chunks, write_chunks
 from ._messages import Message, Role, parse_message
 from ._validate import ValidatedStream, check, validated

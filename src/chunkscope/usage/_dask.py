@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from chunkscope.protocol._extras import needs_extra
+from chunkscope._extras import needs_extra
 
 from ._dsh import DSH_COLUMNS, iter_dsh_paths, read_dsh_session
 from ._schema import COLUMNS, categories, coerce, empty_frame
