@@ -36,7 +36,7 @@ from chunkscope.protocol._chunks import (
 
 
 def build_dicts(n: int) -> list[dict[str, Any]]:
-    """About ``n`` seed-style chunk dicts: reasoning, text and tool-call blocks, many deltas each."""
+    """About ``n`` camelCase chunk dicts: reasoning, text and tool-call blocks, many deltas each."""
     out: list[dict[str, Any]] = []
     index = 0
     cycle = 0

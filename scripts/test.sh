@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 . scripts/_env.sh
 
 # Debian packages for the browser tests: Chromium (Playwright cannot download its own
-# browser here) and CJK fonts (the seed's examples are Japanese).
+# browser here) and CJK fonts (the protocol's example stream is Japanese).
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need_apt+=(fonts-noto-cjk)

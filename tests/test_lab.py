@@ -388,3 +388,21 @@ def test_waiting_for_a_server_that_never_answers_ends_at_its_timeout_or_when_it_
     started = time.monotonic()
     assert lab_module.wait_until_serving(port, timeout=60, alive=lambda: False) is False
     assert time.monotonic() - started < 1.0
+
+
+def test_an_installed_package_serves_a_copy_of_its_notebooks_keeping_the_users_edits(tmp_path: Path) -> None:
+    from chunkscope._lab import working_notebooks_dir
+
+    shipped = tmp_path / "site-packages" / "chunkscope" / "_notebooks"
+    shipped.mkdir(parents=True)
+    (shipped / "01-a.ipynb").write_text("shipped 1")
+    (shipped / "02-b.ipynb").write_text("shipped 2")
+    home = tmp_path / "home"
+    folder, copied = working_notebooks_dir(home, shipped) or (None, 0)
+    assert folder == home / "chunkscope-notebooks" and copied == 2
+    (folder / "01-a.ipynb").write_text("my edits")
+    (folder / "02-b.ipynb").unlink()  # deleting one brings the shipped one back
+    assert working_notebooks_dir(home, shipped) == (folder, 1)
+    assert (folder / "01-a.ipynb").read_text() == "my edits"
+    assert (folder / "02-b.ipynb").read_text() == "shipped 2"
+    assert working_notebooks_dir(home, tmp_path / "nothing") is None  # a checkout ships none

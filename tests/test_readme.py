@@ -8,6 +8,7 @@ A ``print(...)  # text`` line in a Python block must print exactly ``text`` (onc
 from __future__ import annotations
 
 import ast
+import code
 import inspect
 import io
 import re
@@ -133,3 +134,84 @@ def test_the_readme_scenario_table_is_the_providers_scenarios() -> None:
     assert [name for name, _ in rows] == list(SCENARIOS), "paste the table from the provider's SCENARIOS"
     for name, description in rows:
         assert description.replace("\\|", "|") == SCENARIOS[name].description, name
+
+
+class _PasteConsole(code.InteractiveConsole):
+    """``python -m asyncio``'s console, compiling only: what a user pasting a block would get."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compile.compiler.flags |= ast.PyCF_ALLOW_TOP_LEVEL_AWAIT  # as asyncio's REPL sets it
+        self.statements = 0
+        self.errors: list[str] = []
+
+    def runcode(self, code: Any) -> None:
+        self.statements += 1  # compiled: a statement the console would run
+
+    def showsyntaxerror(self, filename: str | None = None, **_: Any) -> None:
+        error = sys.exc_info()[1]
+        self.errors.append(f"{type(error).__name__}: {error}")
+
+
+def pasted_errors(source: str) -> list[str]:
+    """The syntax errors an interactive console reports for ``source`` pasted line by line."""
+    console = _PasteConsole()
+    for line in [*source.splitlines(), ""]:
+        console.push(line)
+    return console.errors
+
+
+def test_the_paste_check_catches_a_missing_blank_line_after_a_for_body() -> None:
+    assert pasted_errors("for x in []:\n    pass\nprint(1)\n") != []
+    assert pasted_errors("for x in []:\n    pass\n\nprint(1)\n") == []
+    assert pasted_errors("async with x:\n    await y\n\nprint(1)\n") == []  # top-level await is allowed
+
+
+@pytest.mark.parametrize("number", range(1, len(_python_blocks()) + 1))
+def test_each_readme_python_block_pastes_into_an_interactive_console(number: int) -> None:
+    source = _python_blocks()[number - 1]
+    assert pasted_errors(source) == [], f"README.md python block {number}, pasted into `python -m asyncio`"
+
+
+def test_each_readme_section_imports_chunkscope_before_its_blocks_use_it() -> None:
+    text = README.read_text(encoding="utf-8")
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        imported = False
+        for source in _PYTHON_BLOCK.findall(section):
+            imported = imported or "import chunkscope as cs" in source
+            assert imported or "cs." not in source, f"## {section.splitlines()[0]}: cs used unimported"
+
+
+def test_readme_and_docs_spell_installs_one_way() -> None:
+    # users: pip install "chunkscope[extra]" (quoted: zsh globs brackets); -e only for a checkout
+    for path in [README, *sorted((README.parent / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        checkout = re.search(r"^## The two commands\n(.*?)(?=^## )", text, re.M | re.S)
+        outside = text.replace(checkout[1], "") if checkout else text
+        assert not re.search(r"pip install chunkscope\[", text), path.name
+        for line in outside.splitlines():
+            assert "pip install -e" not in line or "checkout" in line, f"{path.name}: -e for users: {line}"
+
+
+@pytest.mark.slow  # about 12 s: a fresh interpreter, two local providers and a conformance run
+def test_the_readme_python_blocks_run_when_pasted_into_python_m_asyncio(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    blocks = _python_blocks()
+    pasted = "".join(source + "\n" for source in blocks)  # a blank line between blocks, as a user pastes
+    env = {**os.environ, "PYTHONPATH": str(README.parent / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncio"],
+        input=pasted,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=180,
+    )
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and "Error:" not in output, output[-4000:]
+    for source in blocks:
+        for expected in _print_comments(source).values():
+            assert expected in done.stdout, (expected, done.stdout[-3000:])

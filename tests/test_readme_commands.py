@@ -2,7 +2,8 @@
 
 The commands are read from README.md itself (the fenced ``bash`` blocks of "The two
 commands"), so README and test cannot drift apart. They run in a fresh ``git clone`` of
-this checkout's HEAD (commit what you want tested), as a new user would run them:
+this checkout's HEAD (commit what you want tested), in a folder of its own with nothing
+beside it (no ``shared/`` spec or fixtures), as a new user would run them:
 Debian's ``/usr/bin/python3`` first on ``PATH``, no virtualenv or conda env active, no
 pyenv shims, no ``PYTHONPATH`` — that Python refuses ``pip install`` (PEP 668), so the
 commands must make their own environment. The first command runs until JupyterLab lists
@@ -29,7 +30,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEBIAN_PYTHON = "/usr/bin/python3"
-FAST_TEST_FILE = "tests/test_cli_serve.py"  # quick, and reads nothing outside the repository
+# quick; the second reads the reference vectors, which must come from the clone itself
+FAST_TEST_FILE = "tests/test_cli_serve.py tests/protocol/test_upstream_vectors.py"
 NOTEBOOK = "01-streamchunk-protocol.ipynb"
 BANNER = re.compile(r"chunkscope lab: serving .* at (http://127\.0\.0\.1:(\d+)/lab\?token=(\S+))")
 INSTALL_TIMEOUT_S = 1200.0  # a cold pip cache downloads JupyterLab, pandas, pyarrow...
@@ -109,7 +111,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def test_both_readme_commands_work_as_written_with_debians_python3(tmp_path: Path) -> None:
     assert Path(DEBIAN_PYTHON).is_file(), f"this test is about Debian's {DEBIAN_PYTHON}, which is missing"
-    repo = _clone(tmp_path / "chunkscope")
+    repo = _clone(tmp_path / "alone" / "chunkscope")
+    # nothing beside the clone (no shared/ spec or fixtures): the repository must stand on its own
+    assert [p.name for p in repo.parent.iterdir()] == ["chunkscope"]
+    assert not any((folder / "shared").exists() for folder in repo.parents), "a shared/ folder above"
     lab_command, test_command = readme_commands((repo / "README.md").read_text(encoding="utf-8"))
     env = _new_user_env(tmp_path)
     assert shutil.which("python3", path=env["PATH"]) == DEBIAN_PYTHON, env["PATH"]

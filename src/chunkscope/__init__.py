@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
             "ToolCallBlock", "ToolResultBlock", "ContentBlock", "TokenUsage", "FinishReason",
             "LlmFailure", "CallId", "parse_chunk", "parse_block", "chunk_to_dict", "block_to_dict",
             "Message", "parse_message",
-            "LlmError", "ERROR_CODES", "ErrorCode", "error_chain",
+            "LlmError", "ERROR_CODES", "ErrorCode", "error_chain", "MissingExtraError",
             "check", "validated", "ValidatedStream", "Violation", "RULES", "Rule", "Checker", "PROFILES",
             "BlockAssembler", "StreamInspector", "collect", "StreamResult", "Timings",
             "read_chunks", "write_chunks", "ChunkFileError",
@@ -92,7 +92,15 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'chunkscope' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ModuleNotFoundError as exc:  # an optional dependency: one line naming the extra to install
+        from ._extras import as_missing_extra
+
+        missing = as_missing_extra(exc, f"chunkscope.{name}")
+        if missing is None or missing is exc:
+            raise
+        raise missing from exc
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
@@ -153,6 +161,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol import LlmError as LlmError
     from .protocol import LlmFailure as LlmFailure
     from .protocol import Message as Message
+    from .protocol import MissingExtraError as MissingExtraError
     from .protocol import ReasoningBlock as ReasoningBlock
     from .protocol import ReasoningDelta as ReasoningDelta
     from .protocol import Rule as Rule

@@ -188,7 +188,10 @@ def add_check_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--profile",
         choices=PROFILE_CHOICES,
         default="strict",
-        help="strict: every rule (default); dsh: the TypeScript reference's own invariant",
+        help=(
+            "strict: every rule (default); "
+            "dsh: the invariant of the TypeScript reference (deepseek-ai/deepseek-harness)"
+        ),
     )
     parser.add_argument(
         "--format",

@@ -39,12 +39,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from chunkscope._extras import require_modules
+
 __all__ = [
     "LAB_SETTINGS_OVERRIDES",
     "UsageError",
     "add_lab_parser",
     "choose_port",
     "find_notebooks_dir",
+    "working_notebooks_dir",
     "lab_command",
     "lab_token",
     "lab_url",
@@ -144,12 +147,22 @@ def lab_url(port: int, token: str) -> str:
 def _notebook_root(notebook_dir: Path | None) -> Path:
     if notebook_dir is None:
         found = find_notebooks_dir()
-        if found is None:
+        if found is not None:
+            return found
+        try:
+            working = working_notebooks_dir()
+        except OSError as exc:
+            raise UsageError(f"cannot copy the tutorial notebooks into your home folder: {exc}") from None
+        if working is None:
             raise UsageError(
                 "no notebooks/ folder found here or beside the package; "
                 "run it from a chunkscope checkout or pass --notebook-dir"
             )
-        return found
+        folder, copied = working
+        if copied:
+            what = "tutorial notebook" if copied == 1 else "tutorial notebooks"
+            print(f"chunkscope lab: copied {copied} {what} into {folder}", file=sys.stderr)
+        return folder
     if not notebook_dir.exists():
         raise UsageError(f"--notebook-dir {notebook_dir}: no such folder")
     if not notebook_dir.is_dir():
@@ -168,6 +181,35 @@ def find_notebooks_dir(start: Path | None = None) -> Path | None:
             return candidate
     checkout = Path(__file__).resolve().parents[2] / "notebooks"  # src/chunkscope/_lab.py → repo root
     return checkout if checkout.is_dir() else None
+
+
+SHIPPED_NOTEBOOKS = Path(__file__).resolve().parent / "_notebooks"
+"""The tutorials inside an installed wheel (``pyproject.toml`` force-includes ``notebooks/`` here)."""
+
+WORKING_FOLDER_NAME = "chunkscope-notebooks"
+
+
+def working_notebooks_dir(
+    home: Path | None = None, shipped: Path = SHIPPED_NOTEBOOKS
+) -> tuple[Path, int] | None:
+    """The user's own copy of the shipped tutorials, ``~/chunkscope-notebooks``, and how many were copied now.
+
+    An installed package's folder may be read-only and is replaced on upgrade, so the
+    notebooks are served from a copy in the user's home. Only files missing there are
+    copied: a notebook the user edited is never overwritten (delete it to get the
+    shipped one back). None when the package ships no notebooks (a checkout).
+    """
+    if not shipped.is_dir() or not any(shipped.glob("*.ipynb")):
+        return None
+    target = (home or Path.home()) / WORKING_FOLDER_NAME
+    target.mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for source in sorted(shipped.glob("*.ipynb")):
+        destination = target / source.name
+        if not destination.exists():
+            shutil.copyfile(source, destination)
+            copied += 1
+    return target, copied
 
 
 # JupyterLab settings overrides (plugin id → setting → default) for a chunkscope launch:
@@ -282,6 +324,7 @@ def run_lab(
     On POSIX the process *becomes* JupyterLab (``exec``), so Ctrl-C and signals
     reach the server directly and nothing is left running behind it.
     """
+    require_modules("chunkscope lab", "jupyterlab", "jupyter_core")  # before anything is copied or printed
     env = dict(os.environ)
     try:
         root = _notebook_root(notebook_dir)
@@ -410,7 +453,7 @@ def add_lab_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         type=Path,
         default=None,
         metavar="DIR",
-        help="folder to serve (default: the notebooks/ folder)",
+        help=f"folder to serve (default: the checkout's notebooks/ folder, else ~/{WORKING_FOLDER_NAME})",
     )
     parser.set_defaults(func=_handle, subcommand_parser=parser)
 

@@ -29,6 +29,7 @@ from chunkscope._cli_inputs import terse_errors
 from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
 from chunkscope._cli_usage import add_usage_parser
+from chunkscope._extras import MissingExtraError, as_missing_extra
 from chunkscope._lab import UsageError, add_lab_parser, parse_port
 from chunkscope.conformance_kit._cli import add_conformance_parser
 
@@ -166,7 +167,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    return func(args)
+    try:
+        return func(args)
+    except ModuleNotFoundError as exc:
+        # an optional dependency: one line naming the extra, and exit 2 (set-up), never 1 (violations)
+        missing = as_missing_extra(exc)
+        if missing is None:
+            raise
+        words = sys.argv[1:] if argv is None else list(argv)
+        command = next((word for word in words if not word.startswith("-")), "")
+        line = MissingExtraError(missing.extra, missing.name or "?")  # the command names what needs it
+        print(f"chunkscope {command}: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for adapter authors (needs the ``test`` extra: ``hypothesis``).
+"""Hypothesis strategies for adapter authors (needs the ``testing`` extra: ``hypothesis``).
 
 ``valid_streams()`` draws streams that keep every rule of a profile, together
 with the blocks they were built from; ``invalid_streams()`` draws streams that
@@ -31,7 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import strategies as st
+from ._extras import needs_extra
+
+with needs_extra("chunkscope.testing"):  # the one dependency: the "testing" extra
+    from hypothesis import strategies as st
 
 from .protocol import PROFILES, RULES
 from .protocol._chunks import (
@@ -85,7 +88,7 @@ class GeneratedStream:
         return list(self.blocks)
 
     def dicts(self) -> list[dict[str, Any]]:
-        """The chunks in their JSON (seed-style dict) form."""
+        """The chunks in their JSON (camelCase dict) form."""
         return [chunk.to_dict() for chunk in self.chunks]
 
 

@@ -61,7 +61,7 @@ def test_notebook_01_protocol_runs_with_its_timelines_on_screen(lab: Lab) -> Non
     page = run_notebook(lab, "01-streamchunk-protocol.ipynb")
     timelines = finished_timelines(page)
     assert len(timelines) >= 19, f"only {len(timelines)} timelines rendered"
-    assert page.locator(LIVE).first.get_attribute("data-chunks") == "9"  # the seed's example stream
+    assert page.locator(LIVE).first.get_attribute("data-chunks") == "9"  # the protocol's example stream
     assert timelines["local provider · fault-drop"][1] == "TRANSPORT"
     assert timelines["self-test 1 · the minimal text block"] == ("done", None)
     assert page.locator(LIVE).first.is_visible()

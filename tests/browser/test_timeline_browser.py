@@ -33,7 +33,7 @@ async def stream_of(chunks, delay=0.0):
 def options(model, text="Hi!"):
     return cs.GenerateOptions(provider="local", model=model, messages=[{"role": "user", "content": text}])
 
-# seed-style chunk dicts, built short
+# camelCase chunk dicts, built short
 def start(i, kind):
     return {"type": "block-start", "index": i, "blockType": kind}
 
@@ -233,7 +233,7 @@ def test_scripted_invalid_stream_marks_each_violation_at_its_chunk(lab: Lab) -> 
     timeline = _wait_state(lab, 1, "done")
     expected = sorted(((rule, pos) for rule, pos in _read_json(lab, "violations.json")), key=str)
     rules = {rule for rule, _ in expected}
-    # the checker's own verdict on this stream (PROTOCOL.md §2), before the widget is judged
+    # the checker's own verdict on this stream (docs/protocol.md §2), before the widget is judged
     assert {"no-interleave", "arguments-json", "block-pairing", "usage-before-finish"} <= rules, expected
 
     def position(value: str | None) -> int | None:

@@ -113,7 +113,7 @@ def test_saved_protocol_notebook_keeps_every_final_timeline(tmp_path: Path) -> N
         assert state["status"] in ("done", "error"), f"cell {number} saved a timeline still {state['status']}"
         assert "cs-timeline" in data.get("text/html", ""), f"cell {number} has no static text/html timeline"
 
-    # the seed's example: 9 chunks, clean, and its text readable in the saved HTML
+    # the protocol's example: 9 chunks, clean, and its text readable in the saved HTML
     _, example_html, example = timelines[0]
     assert (example["status"], len(example["records"]), example["violations"]) == ("done", 9, [])
     assert "サンプル" in example_html["text/html"]

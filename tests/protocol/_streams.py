@@ -1,4 +1,4 @@
-"""Small chunk builders for the protocol tests (seed-style dicts, as an adapter author writes them)."""
+"""Small chunk builders for the protocol tests (camelCase dicts, as an adapter author writes them)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ SEED_CHUNKS: list[dict[str, Any]] = [
     {"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 50}},
     {"type": "finish", "reason": {"kind": "stop"}},
 ]
-"""The seed's ``exampleChunks``, verbatim: the canonical smallest complete stream."""
+"""The protocol's example stream (``exampleChunks``, docs/protocol.md), verbatim: the smallest whole one."""
 
 
 def start(index: int, kind: str = "text") -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Differential tests: the ``dsh`` profile and ``BlockAssembler`` against models of the reference.
 
-PROTOCOL.md says ``dsh`` is exactly the TypeScript reference's stream invariant
+docs/protocol.md says ``dsh`` is exactly the TypeScript reference's stream invariant
 (``packages/llm/llm/src/invariant.ts``) and that assembly follows its
 ``assembler.ts``. The two small models below restate those files' documented
 behaviour in Python (one statement per rule, no optimisation) and Hypothesis

@@ -1,4 +1,4 @@
-"""The rules of PROTOCOL.md §2: for every rule id, the smallest stream that breaks it."""
+"""The rules of docs/protocol.md §2: for every rule id, the smallest stream that breaks it."""
 
 from __future__ import annotations
 
@@ -321,7 +321,7 @@ def test_seed_example_checks_clean(profile: str) -> None:
     assert check([parse_chunk(c) for c in SEED_CHUNKS], profile) == []
 
 
-# --- the profiles differ exactly where PROTOCOL.md says ------------------------------
+# --- the profiles differ exactly where docs/protocol.md says -----------------------------
 
 
 def test_interleaved_blocks_are_clean_under_dsh_and_flagged_under_strict() -> None:

@@ -28,7 +28,7 @@ Sleep = Callable[[float], Awaitable[Any]]
 class ScriptedAdapter(LlmAdapter):
     """Plays ``chunks`` on every ``stream()`` call.
 
-    ``chunks`` are chunk models or seed-style dicts. A dict is parsed once, at
+    ``chunks`` are chunk models or camelCase dicts. A dict is parsed once, at
     construction; one that does not parse is kept and yielded *unchanged*
     (a plain ``dict``), so a consumer's checker reports it under the
     ``schema`` rule — the point of scripting a broken stream. ``delay`` is the

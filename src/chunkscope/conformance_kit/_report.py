@@ -16,6 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chunkscope._extras import needs_extra
 from chunkscope.protocol import StreamResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +28,10 @@ __all__ = ["CHECKS", "CaseResult", "CheckResult", "ConformanceReport"]
 
 CHECKS: dict[str, str] = {
     "strict": "the chunks break no rule of the strict profile",
-    "dsh": "the chunks break no rule of the dsh profile (the TypeScript reference's invariant)",
+    "dsh": (
+        "the chunks break no rule of the dsh profile "
+        "(the invariant of the TypeScript reference, deepseek-ai/deepseek-harness)"
+    ),
     "content": "the assembled text, reasoning and tool calls equal the scenario's script",
     "usage": "the reported usage equals the scenario's",
     "outcome": "the finish kind, or the LlmError code, is the documented one",
@@ -183,7 +187,8 @@ class ConformanceReport:
 
     def to_frame(self) -> pd.DataFrame:
         """A pandas frame, one row per case and check (string columns, a bool ``passed``)."""
-        import pandas as pd
+        with needs_extra("ConformanceReport.to_frame()"):
+            import pandas as pd
 
         columns = ["case", "scenario", "wire", "check", "passed", "expected", "observed", "sentence"]
         frame = pd.DataFrame(self.to_records(), columns=columns)

@@ -493,7 +493,7 @@ def _outcome_check(
         expected = f"raised LlmError {code}"
         ok = result.error is not None and result.error.code == code and isinstance(probe.raw_error, LlmError)
         fix = (
-            f"Raise LlmError with code {code} for this failure (PROTOCOL.md §3) instead of "
+            f"Raise LlmError with code {code} for this failure (docs/protocol.md §4) instead of "
             + ("finishing normally" if result.error is None else f"{observed}")
             + "."
         )

@@ -84,7 +84,7 @@ class Timeline(StaticCopyWidget):
 
     ``display(tl)`` then ``result = await tl.consume(stream)``; or
     ``await cs.show(stream)``. ``consume`` accepts an async or sync iterable of
-    chunk models or seed-style dicts, checks the protocol rules as chunks
+    chunk models or camelCase dicts, checks the protocol rules as chunks
     arrive, and returns the ``StreamResult``. The stream's own errors end up in
     ``result.error`` and on the error badge; they are not re-raised. Task
     cancellation is re-raised after the timeline is finalised.

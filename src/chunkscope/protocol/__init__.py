@@ -8,6 +8,8 @@ internal helper that may change without notice.
 
 from __future__ import annotations
 
+from chunkscope._extras import MissingExtraError
+
 from ._assembly import BlockAssembler, StreamInspector, StreamResult, Timings, UsageSink, collect
 from ._checker import Checker
 from ._chunks import (
@@ -83,6 +85,7 @@ __all__ = [
     "ErrorCode",
     "ERROR_CODES",
     "error_chain",
+    "MissingExtraError",
     # rules (_violations, _checker, _validate)
     "Rule",
     "RULES",

@@ -288,7 +288,7 @@ class Timings:
 class StreamResult:
     """Everything one stream produced.
 
-    ``chunks`` are the chunks in arrival order as typed models (seed-style
+    ``chunks`` are the chunks in arrival order as typed models (camelCase
     dicts parsed); an item that is not a chunk stays as it came, so violation
     positions and ``timings.chunk_times`` index ``chunks``. ``blocks`` are
     the assembled blocks (``BlockAssembler`` rules);
@@ -374,7 +374,7 @@ def _block_summary(block: AnyBlock) -> str:
 class StreamInspector:
     """Checks and assembles one stream in one pass, chunk by chunk: the engine of ``collect``.
 
-    ``add`` each chunk as it arrives (a model, a seed-style dict, or anything
+    ``add`` each chunk as it arrives (a model, a camelCase dict, or anything
     else — an item that is no chunk is kept as it came and reported under
     ``schema``); ``chunks`` and ``violations`` grow as it goes, so a live view
     can show each chunk and the violations it drew (``violations[seen:]``)
@@ -503,7 +503,7 @@ async def collect(
     model: str = "unknown",
     tags: Mapping[str, str] | None = None,
 ) -> StreamResult:
-    """Consume ``stream`` (async or sync; models or seed-style dicts) into a ``StreamResult``.
+    """Consume ``stream`` (async or sync; models or camelCase dicts) into a ``StreamResult``.
 
     Checks every chunk under ``profile`` and assembles the blocks. Never
     raises for what the stream does: an exception from the stream ends

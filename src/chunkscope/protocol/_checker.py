@@ -170,7 +170,7 @@ class _Block:
 class Checker:
     """A streaming rule checker for one stream: ``feed`` every chunk, then ``close``.
 
-    ``feed`` accepts a chunk model or a seed-style dict (a dict that does not
+    ``feed`` accepts a chunk model or a camelCase dict (a dict that does not
     parse is a ``schema`` violation, and is otherwise ignored). Each call
     returns the violations detected at that point — usually a shared empty
     tuple. ``profile`` is ``"strict"`` (every rule) or ``"dsh"`` (the

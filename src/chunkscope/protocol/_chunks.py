@@ -243,7 +243,7 @@ AnyBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock]
 """A parsed content block model (the plain union, for annotations)."""
 
 ChunkLike = Union[AnyChunk, "dict[str, Any]"]
-"""What stream consumers accept: a chunk model or a seed-style camelCase dict."""
+"""What stream consumers accept: a chunk model or a camelCase dict (as the protocol's examples write them)."""
 
 CHUNK_TYPES: dict[str, type[_Model]] = {
     "block-start": BlockStart,
@@ -444,8 +444,8 @@ _FAST_PARSERS: dict[Any, Any] = {
 def parse_chunk(obj: Any) -> AnyChunk:
     """Return ``obj`` as a typed chunk.
 
-    Accepts a chunk model (returned as is) or a camelCase dict as written in
-    the seed. Raises ``pydantic.ValidationError`` for anything else; stream
+    Accepts a chunk model (returned as is) or a camelCase dict as the protocol's
+    examples write it. Raises ``pydantic.ValidationError`` for anything else; stream
     consumers turn that into a ``schema`` violation.
     """
     if type(obj) is dict:

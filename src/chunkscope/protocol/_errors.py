@@ -37,7 +37,11 @@ def _codes(*rows: tuple[str, str, bool]) -> dict[str, ErrorCode]:
 
 
 ERROR_CODES: dict[str, ErrorCode] = _codes(
-    ("PROVIDER_HTTP_ERROR", "The provider answered with a non-2xx status (the seed's generic code).", False),
+    (
+        "PROVIDER_HTTP_ERROR",
+        "The provider answered with a non-2xx status (the protocol example's generic code).",
+        False,
+    ),
     ("AUTH", "The provider rejected the credentials (HTTP 401 or 403).", False),
     ("RATE_LIMIT", "The provider is rate-limiting this client (HTTP 429); wait and retry.", True),
     ("QUOTA", "The account's balance, quota or credits are exhausted; retrying will not help.", False),

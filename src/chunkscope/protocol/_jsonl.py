@@ -142,7 +142,7 @@ def json_line(obj: Any, *, allow_nan: bool = False, default: Callable[[Any], Any
 
 
 def write_chunks(path: str | os.PathLike[str], chunks: Iterable[ChunkLike]) -> int:
-    """Write ``chunks`` (models or seed-style dicts) to ``path``, one compact JSON object per line.
+    """Write ``chunks`` (models or camelCase dicts) to ``path``, one compact JSON object per line.
 
     Dicts are validated first (``pydantic.ValidationError`` for one that is not
     a chunk); a NaN or infinite number, which JSON cannot carry, is a

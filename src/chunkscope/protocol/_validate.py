@@ -17,7 +17,7 @@ __all__ = ["check", "validated", "ValidatedStream"]
 
 
 def check(chunks: Iterable[Any], profile: str = "strict") -> list[Violation]:
-    """Every violation in ``chunks`` (models or seed-style dicts), in stream order, end of stream last."""
+    """Every violation in ``chunks`` (models or camelCase dicts), in stream order, end of stream last."""
     checker = Checker(profile)
     found = checker.feed_all(chunks)
     found.extend(checker.close())

@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from chunkscope._extras import needs_extra
+
 from ._dsh import DSH_COLUMNS, iter_dsh_paths, read_dsh_session
 from ._schema import COLUMNS, categories, coerce, empty_frame
 
@@ -72,8 +74,9 @@ def read_dsh_sessions(
     if not paths:
         raise FileNotFoundError(f"no session log matches {os.fspath(pattern)!r}")
     if dask:
-        import dask.dataframe as dd
-        from dask.dataframe.utils import clear_known_categories
+        with needs_extra("read_dsh_sessions(dask=True)"):
+            import dask.dataframe as dd
+            from dask.dataframe.utils import clear_known_categories
 
         meta = clear_known_categories(dsh_frame_meta())  # type: ignore[no-untyped-call]
         return dd.from_map(  # type: ignore[no-untyped-call]
@@ -107,8 +110,9 @@ def read_parquet_dask(path: str | os.PathLike[str]) -> Any:
     Each partition is cast to the usage dtypes (``coerce``), as ``read_parquet``
     does for pandas; a dataset's ``date`` partition column is dropped.
     """
-    import dask.dataframe as dd
-    from dask.dataframe.utils import clear_known_categories
+    with needs_extra("read_parquet(dask=True)"):
+        import dask.dataframe as dd
+        from dask.dataframe.utils import clear_known_categories
 
     source = Path(path)
     files = sorted(str(p) for p in source.rglob("*.parquet")) if source.is_dir() else [str(source)]

@@ -8,7 +8,7 @@ blocks in order 0, 1, 2, …, never interleaved; usage once, then the finish);
 credential, guard, limits and failures are the shared SSE core
 (``_sse.SseAdapter``).
 
-Failures are ``LlmError`` with the codes of PROTOCOL.md §3, from the one
+Failures are ``LlmError`` with the codes of docs/protocol.md §4, from the one
 table (``_failures``): Anthropic's ``prompt is too long`` and
 ``billing_error`` refine a 400 into ``CONTEXT_WINDOW_EXCEEDED`` / ``QUOTA``;
 529 "overloaded" is ``SERVER``; ``error`` events inside the stream map by

@@ -1,6 +1,6 @@
 """Chat-completions SSE events → StreamChunks (a pure translator, no I/O).
 
-PROTOCOL.md §5, and the dialects real OpenAI-compatible servers speak:
+docs/protocol.md §6, and the dialects real OpenAI-compatible servers speak:
 
 - ``delta.reasoning_content`` (or ``delta.reasoning``) → a reasoning block (an
   empty fragment opens nothing); ``delta.reasoning_details[]`` entries

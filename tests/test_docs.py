@@ -1,0 +1,103 @@
+"""docs/protocol.md is the registries, its example stream checks clean, and nothing points outside.
+
+The rules and error-code tables of ``docs/protocol.md`` must be ``RULES`` and ``ERROR_CODES`` row
+for row, rendered as the README's are (``tests/test_readme.py``); on a mismatch the test prints the
+table to paste. The repository stands on its own: no tracked file may point at a file beside the
+checkout (``../shared``, ``shared/spec``, ``PROTOCOL.md``) — the project's own docs are ``docs/*.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import chunkscope as cs
+from test_readme import error_codes_table, rules_table
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PROTOCOL_DOC = REPO_ROOT / "docs" / "protocol.md"
+
+
+def _table_after(text: str, heading: str) -> list[str]:
+    lines = text[text.index(heading) :].splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("|"))
+    end = next((k for k in range(start, len(lines)) if not lines[k].startswith("|")), len(lines))
+    return lines[start:end]
+
+
+def test_the_protocol_docs_rules_table_is_the_rules_registry() -> None:
+    expected = rules_table()
+    got = _table_after(PROTOCOL_DOC.read_text(encoding="utf-8"), "## 2. Rules")
+    assert got == expected, "paste into docs/protocol.md:\n" + "\n".join(expected)
+
+
+def test_the_protocol_docs_error_code_table_is_the_code_registry() -> None:
+    expected = error_codes_table()
+    got = _table_after(PROTOCOL_DOC.read_text(encoding="utf-8"), "## 4. Errors")
+    assert got == expected, "paste into docs/protocol.md:\n" + "\n".join(expected)
+
+
+def test_the_protocol_docs_name_every_chunk_type_and_finish_kind() -> None:
+    text = PROTOCOL_DOC.read_text(encoding="utf-8")
+    vocabulary = _table_after(text, "## 1. Chunks")
+    assert [re.match(r"\| `([a-z-]+)` \|", row)[1] for row in vocabulary[2:]] == list(cs.protocol.CHUNK_TYPES)  # type: ignore[index]
+    for kind in ("stop", "tool-calls", "max-tokens", "error", "aborted"):
+        assert f"`{kind}`" in text, kind
+
+
+async def test_the_protocol_docs_example_stream_checks_clean_and_assembles() -> None:
+    [block] = re.findall(r"^```json\n(.*?)^```", PROTOCOL_DOC.read_text(encoding="utf-8"), re.S | re.M)
+    chunks = json.loads(block)
+    assert len(chunks) == 9
+    for profile in cs.PROFILES:
+        assert cs.check(chunks, profile=profile) == [], profile
+    result = await cs.collect(chunks)
+    assert result.text == "サンプル 教程"
+    [call] = result.tool_calls
+    assert (call.id, call.name) == ("call-123", "bash")
+    assert json.loads(call.arguments) == {"command": "echo サンプル"}
+    assert (result.usage.input_tokens, result.usage.output_tokens, result.finish.kind) == (100, 50, "stop")
+
+
+# what would point at a file beside the checkout, or at the spec it was written from
+OUTSIDE = re.compile(
+    r"\.\./shared|shared/spec|shared/fixtures|PROTOCOL\.md|(?i:seed-style|\bthe seed\b|protocol tutorial"
+    r"|project's shared spec)"
+)
+
+
+def tracked_files() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+    ).stdout.decode().split("\0")
+    return [REPO_ROOT / name for name in listed if name and (REPO_ROOT / name).is_file()]
+
+
+def pointers_outside(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return []  # a picture
+    return [
+        f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()[:120]}"
+        for number, line in enumerate(text.splitlines(), start=1)
+        if OUTSIDE.search(line)
+    ]
+
+
+def test_no_tracked_file_points_outside_the_repository() -> None:
+    here = Path(__file__).resolve()
+    found = [hit for path in tracked_files() if path.resolve() != here for hit in pointers_outside(path)]
+    assert found == [], "point these at docs/protocol.md (or name the public project):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["see PROTOCOL.md §3", "read ../shared/fixtures/upstream-cases.json", "as seed-style dicts"],
+)
+def test_the_pointer_scan_catches_each_kind(line: str) -> None:
+    assert OUTSIDE.search(line)

@@ -1,0 +1,169 @@
+"""Every part names what it needs: direct imports are declared, a missing extra is one line and exit 2.
+
+The declaration test reads the package's imports with ``ast`` (as ``test_layers.py`` does) and
+``pyproject.toml``: each third-party module is a base dependency or in ``OPTIONAL_MODULES``, whose
+extra must list the module's distribution itself (not only through another package). The
+missing-extra paths run in a child interpreter where the optional module is blocked
+(``sys.modules[name] = None`` makes its import fail exactly as an absent package does);
+``tests/test_base_install.py`` runs them again in a real venv with no extras.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+
+from chunkscope._extras import OPTIONAL_MODULES, MissingExtraError, as_missing_extra
+from test_layers import PACKAGE, SOURCES, imports_of, package_of
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+ONE_LINE = re.compile(r'^chunkscope \w+: needs the "(\w+)" extra \((\w+) is not installed\): '
+                      r'pip install "chunkscope\[(\w+)\]"$')
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+
+def third_party_imports() -> dict[str, set[str]]:
+    """Top-level third-party module -> the package files that import it."""
+    found: dict[str, set[str]] = {}
+    for path in [*SOURCES, PACKAGE / "__init__.py"]:
+        for _, target in imports_of(path.read_text(encoding="utf-8"), package_of(path)):
+            top = target.split(".")[0]
+            if top and top != "chunkscope" and top not in sys.stdlib_module_names:
+                found.setdefault(top, set()).add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_every_third_party_import_is_declared_directly_where_it_is_needed() -> None:
+    base = _names(PYPROJECT["project"]["dependencies"])
+    extras = {name: _names(reqs) for name, reqs in PYPROJECT["project"]["optional-dependencies"].items()}
+    distributions = packages_distributions()
+    undeclared = []
+    for module, files in sorted(third_party_imports().items()):
+        if module in OPTIONAL_MODULES:
+            extra, distribution = OPTIONAL_MODULES[module]
+            if distribution not in extras.get(extra, set()):
+                undeclared.append(f"{module} ({sorted(files)}): not in the {extra!r} extra")
+            continue
+        owners = {d.lower().replace("_", "-") for d in distributions.get(module, [module])}
+        if not owners & base:
+            undeclared.append(f"{module} ({sorted(files)}): neither a dependency nor in OPTIONAL_MODULES")
+    assert undeclared == []
+
+
+def test_the_optional_modules_table_names_only_real_extras() -> None:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert {extra for extra, _ in OPTIONAL_MODULES.values()} <= set(extras)
+    assert _names(extras["testing"]) == {"hypothesis"}  # chunkscope.testing needs only what it imports
+
+
+def test_missing_extra_error_is_one_line_that_names_the_extra_and_pickles() -> None:
+    error = MissingExtraError("usage", "numpy", "chunkscope.UsageLog")
+    assert str(error) == (
+        'chunkscope.UsageLog needs the "usage" extra (numpy is not installed): '
+        'pip install "chunkscope[usage]"'
+    )
+    assert isinstance(error, ModuleNotFoundError) and error.name == "numpy" and error.extra == "usage"
+    again = pickle.loads(pickle.dumps(error))
+    assert (type(again), str(again), again.extra) == (MissingExtraError, str(error), "usage")
+
+
+def test_only_optional_modules_become_missing_extra_errors() -> None:
+    assert as_missing_extra(ModuleNotFoundError("x", name="pandas.core")).extra == "usage"  # type: ignore[union-attr]
+    assert as_missing_extra(ModuleNotFoundError("x", name="mypkg")) is None  # a user's own module: untouched
+    assert as_missing_extra(ValueError("x")) is None
+
+
+def _blocked(code: str, *modules: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    prelude = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def write_inputs(folder: Path) -> Path:
+    """A clean chunk log ``run.jsonl`` and a session log ``session.jsonl`` (its header only) in ``folder``."""
+    (folder / "run.jsonl").write_text(
+        '{"type":"block-start","index":0,"blockType":"text"}\n'
+        '{"type":"text-delta","index":0,"text":"hi"}\n'
+        '{"type":"block-end","index":0,"block":{"type":"text","text":"hi"}}\n'
+        '{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}\n'
+        '{"type":"finish","reason":{"kind":"stop"}}\n',
+        encoding="utf-8",
+    )
+    (folder / "session.jsonl").write_text(
+        '{"type":"session","version":0,"id":"s","createdAt":0}\n', encoding="utf-8"
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_inputs(tmp_path_factory.mktemp("inputs"))
+
+
+CLI_PATHS = [
+    (["usage", "run.jsonl"], ("numpy", "pandas"), "usage"),
+    (["check", "session.jsonl"], ("numpy", "pandas"), "usage"),
+    (["show", "session.jsonl"], ("numpy", "pandas"), "usage"),
+    (["lab", "--no-browser"], ("jupyterlab",), "lab"),
+]
+
+
+@pytest.mark.parametrize(("argv", "blocked", "extra"), CLI_PATHS, ids=lambda v: str(v))
+def test_a_cli_path_without_its_extra_prints_one_line_and_exits_2(
+    inputs: Path, argv: list[str], blocked: tuple[str, ...], extra: str
+) -> None:
+    done = _blocked(f"from chunkscope.cli import main; sys.exit(main({argv!r}))", *blocked, cwd=inputs)
+    lines = done.stderr.strip().splitlines()
+    assert (done.returncode, len(lines)) == (2, 1), done.stderr
+    match = ONE_LINE.match(lines[0])
+    assert match and match[1] == match[3] == extra and lines[0].startswith(f"chunkscope {argv[0]}:"), lines
+
+
+PYTHON_PATHS = [
+    ("cs.UsageLog().to_frame()", ("numpy", "pandas"), "usage"),
+    ("cs.summary", ("numpy", "pandas"), "usage"),
+    ("cs.read_dsh_session", ("numpy", "pandas"), "usage"),
+    ("import asyncio; asyncio.run(cs.show([]))", ("traitlets", "anywidget"), "notebook"),
+    ("cs.ConformanceGrid", ("anywidget",), "notebook"),
+    ("cs.read_dsh_sessions(write_session(), dask=True)", ("dask",), "dask"),
+    ("import chunkscope.testing", ("hypothesis",), "testing"),
+    (
+        "from chunkscope.conformance._report import ConformanceReport; "
+        "ConformanceReport(adapter='A', wire='openai', cases=[]).to_frame()",
+        ("pandas",),
+        "usage",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "blocked", "extra"), PYTHON_PATHS, ids=lambda v: str(v)[:40])
+def test_a_python_path_without_its_extra_raises_missing_extra_error(
+    tmp_path: Path, code: str, blocked: tuple[str, ...], extra: str
+) -> None:
+    probe = (
+        "import chunkscope as cs\n"
+        "def write_session():\n"
+        "    open('s.jsonl', 'w').write("
+        "'{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0}\\n')\n"
+        "    return 's.jsonl'\n"
+        "try:\n"
+        f"    {code}\n"
+        "except cs.MissingExtraError as exc:\n"
+        "    print(exc.extra); print(exc)\n"
+    )
+    done = _blocked(probe, *blocked, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got_extra, message = done.stdout.strip().splitlines()
+    assert got_extra == extra and message.endswith(f'pip install "chunkscope[{extra}]"'), done.stdout
