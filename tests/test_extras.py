@@ -140,7 +140,7 @@ PYTHON_PATHS = [
     ("cs.read_dsh_sessions(write_session(), dask=True)", ("dask",), "dask"),
     ("import chunkscope.testing", ("hypothesis",), "testing"),
     (
-        "from chunkscope.conformance._report import ConformanceReport; "
+        "from chunkscope.conformance_kit._report import ConformanceReport; "
         "ConformanceReport(adapter='A', wire='openai', cases=[]).to_frame()",
         ("pandas",),
         "usage",
