@@ -20,7 +20,7 @@ from nb_helpers import (
 )
 
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
-from chunkscope.notebook._records import decode_record
+from chunkscope.notebook.timeline._records import decode_record
 from chunkscope.protocol import collect
 from chunkscope.protocol._chunks import chunk_to_dict
 from chunkscope.protocol._errors import LlmError

@@ -7,7 +7,7 @@ from typing import Any
 
 import chunkscope as cs
 from chunkscope.notebook import Timeline
-from chunkscope.notebook._view import derive
+from chunkscope.notebook.timeline._view import derive
 
 from ._fakes import Call, FakeSleep, SequenceAdapter, llm_error, text_reply, tool_reply
 

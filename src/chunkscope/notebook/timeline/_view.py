@@ -1,6 +1,6 @@
 """What a timeline shows, derived from its state (records, violations, error).
 
-The static HTML renderer draws from this; ``static/timeline.js`` derives the
+The static HTML renderer draws from this; ``timeline.js`` derives the
 same picture incrementally in the browser. Both follow these rules:
 
 - one segment per content block: a ``block-start`` opens it, a delta for an

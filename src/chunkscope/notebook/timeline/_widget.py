@@ -64,7 +64,7 @@ from chunkscope.runtime import (
     ToolResultEvent,
 )
 
-from ._display import StaticCopyWidget
+from .._base import StaticCopyWidget
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
 from ._static_html import render_fragment, render_page
@@ -75,7 +75,7 @@ __all__ = ["Timeline", "show", "FRAME_INTERVAL"]
 FRAME_INTERVAL = 1 / 30
 """Default minimum time between two batch messages (seconds): at most ~30 messages a second."""
 
-_STATIC = Path(__file__).parent / "static"
+_HERE = Path(__file__).parent
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
 
 
@@ -93,8 +93,8 @@ class Timeline(StaticCopyWidget):
     benchmarks; the defaults are ``time.perf_counter`` and 1/30 s.
     """
 
-    _esm = _STATIC / "timeline.js"
-    _css = _STATIC / "timeline.css"
+    _esm = _HERE / "timeline.js"
+    _css = _HERE / "timeline.css"
 
     title = traitlets.Unicode("").tag(sync=True)
     """The header's title (e.g. the model or scenario)."""
