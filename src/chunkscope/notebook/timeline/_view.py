@@ -1,17 +1,22 @@
 """What a timeline shows, derived from its state (records, violations, error).
 
-The static HTML renderer draws from this; ``timeline.js`` derives the
-same picture incrementally in the browser. Both follow these rules:
+The static HTML renderer draws from this; ``timeline.js`` derives the same
+picture incrementally in the browser (its ``Picture`` folds records as
+``_Fold`` does here; its exported ``derive`` is this module's ``derive``). The
+shared vectors under ``tests/fixtures/timeline/`` (state → picture) are run by
+both, so the two cannot drift. Both follow these rules:
 
 - one segment per content block: a ``block-start`` opens it, a delta for an
   index without an open segment opens one implicitly, a ``block-start`` for an
   index whose segment was closed opens a new segment (the ``dsh`` profile allows
   reuse after ``block-end``), a repeated ``block-start`` of an open block is
-  ignored;
+  ignored; an agent run's ``step-start`` or ``retry`` starts the indexes afresh;
 - a segment's text is what its deltas carried; a segment that got no delta
   shows its ``block-end`` block's content instead;
 - the error badge shows the error the stream raised, else the failure of an
-  ``error`` / ``aborted`` finish.
+  ``error`` / ``aborted`` finish;
+- a frame of the first ``upto`` records shows the violations at those chunks,
+  and the end-of-stream ones (position ``None``) only once complete.
 """
 
 from __future__ import annotations
@@ -107,109 +112,137 @@ def derive(state: dict[str, Any], upto: int | None = None) -> TimelineView:
     """The picture of ``state`` after its first ``upto`` chunks (all when ``None``)."""
     all_records: list[list[Any]] = list(state.get("records") or [])
     records = all_records if upto is None else all_records[: max(0, upto)]
-    segments: list[Segment] = []
-    open_by_index: dict[int, Segment] = {}
-    last_by_index: dict[int, Segment] = {}
-    usage: dict[str, Any] | None = None
-    finish: dict[str, Any] | None = None
-    deltas = 0
-    max_gap = 0.0
-    max_gap_at: int | None = None
-    previous_t: float | None = None
-
-    def open_segment(index: int, kind: str, n: int, t: float) -> Segment:
-        seg = Segment(index=index, kind=kind, first=n, last=n, t_first=t, t_last=t)
-        segments.append(seg)
-        open_by_index[index] = seg
-        last_by_index[index] = seg
-        return seg
-
+    fold = _Fold()
     for n, record in enumerate(records):
+        fold.add(n, record)
+    complete = upto is None or upto >= len(all_records)
+    return _view(state, records, fold, complete)
+
+
+class _Fold:
+    """The picture built record by record (``timeline.js``'s ``Picture`` folds the same way)."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self.open_by_index: dict[int, Segment] = {}
+        self.last_by_index: dict[int, Segment] = {}
+        self.usage: dict[str, Any] | None = None
+        self.finish: dict[str, Any] | None = None
+        self.deltas = 0
+        self.max_gap = 0.0
+        self.max_gap_at: int | None = None
+        self.previous_t: float | None = None
+
+    def add(self, n: int, record: list[Any]) -> None:
+        """Fold record ``n`` into the picture."""
         t = float(record[0])
-        if previous_t is not None and t - previous_t > max_gap:
-            max_gap, max_gap_at = t - previous_t, n
-        previous_t = t
+        if self.previous_t is not None and t - self.previous_t > self.max_gap:
+            self.max_gap, self.max_gap_at = t - self.previous_t, n
+        self.previous_t = t
         tag = record[1]
         if tag in _DELTA_KIND:
-            deltas += 1
-            index = record[2]
-            seg = open_by_index.get(index) or last_by_index.get(index)
-            if seg is None:
-                seg = open_segment(index, _DELTA_KIND[tag], n, t)
-            seg.deltas += 1
-            seg.last, seg.t_last = n, t
-            seg.chunk_numbers.append(n)
-            if tag == "c":
-                seg.call_id = record[3]
-                if len(record) > 5 and record[5]:
-                    seg.name = record[5]
-                seg.parts.append(record[4])
-            else:
-                seg.parts.append(record[3])
-            continue
-        if tag == "a":  # an agent run's event: a new step or attempt starts its indexes at 0 again
-            event = record[2] if isinstance(record[2], dict) else {}
-            if event.get("type") in ("step-start", "retry"):
-                open_by_index.clear()
-                last_by_index.clear()
-            continue
-        if tag != "x":
-            continue
-        chunk = decode_record(record)
+            self._delta(n, t, record)
+        elif tag == "a":
+            self._agent(record)
+        elif tag == "x":
+            self._chunk(n, t, decode_record(record))
+
+    def _open(self, index: int, kind: str, n: int, t: float) -> Segment:
+        seg = Segment(index=index, kind=kind, first=n, last=n, t_first=t, t_last=t)
+        self.segments.append(seg)
+        self.open_by_index[index] = seg
+        self.last_by_index[index] = seg
+        return seg
+
+    def _segment_of(self, index: int) -> Segment | None:
+        # a delta or block-end after the block's end goes to the segment that index last had
+        return self.open_by_index.get(index) or self.last_by_index.get(index)
+
+    def _delta(self, n: int, t: float, record: list[Any]) -> None:
+        tag, index = record[1], record[2]
+        self.deltas += 1
+        seg = self._segment_of(index) or self._open(index, _DELTA_KIND[tag], n, t)
+        seg.deltas += 1
+        seg.last, seg.t_last = n, t
+        seg.chunk_numbers.append(n)
+        if tag == "c":
+            seg.call_id = record[3]
+            if len(record) > 5 and record[5]:
+                seg.name = record[5]
+            seg.parts.append(record[4])
+        else:
+            seg.parts.append(record[3])
+
+    def _agent(self, record: list[Any]) -> None:
+        # an agent run's event: a new step or attempt starts its block indexes at 0 again
+        event = record[2] if isinstance(record[2], dict) else {}
+        if event.get("type") in ("step-start", "retry"):
+            self.open_by_index.clear()
+            self.last_by_index.clear()
+
+    def _chunk(self, n: int, t: float, chunk: dict[str, Any]) -> None:
         kind = chunk.get("type")
         if kind == "block-start":
-            index = chunk.get("index")
-            if isinstance(index, int) and index not in open_by_index:
-                seg = open_segment(index, str(chunk.get("blockType")), n, t)
-                seg.started = True
-                seg.chunk_numbers.append(n)
+            self._block_start(n, t, chunk)
         elif kind == "block-end":
-            index = chunk.get("index")
-            block = chunk.get("block") if isinstance(chunk.get("block"), dict) else {}
-            assert isinstance(block, dict)
-            if not isinstance(index, int):
-                continue
-            seg = open_by_index.get(index) or last_by_index.get(index)
-            if seg is None:
-                seg = open_segment(index, str(block.get("type")), n, t)
-            seg.last, seg.t_last = n, t
-            seg.chunk_numbers.append(n)
-            seg.closed = True
-            open_by_index.pop(index, None)
-            if seg.deltas == 0:
-                _fill_from_block(seg, block)
+            self._block_end(n, t, chunk)
         elif kind == "usage":
             value = chunk.get("usage")
-            usage = value if isinstance(value, dict) else None
+            self.usage = value if isinstance(value, dict) else None
         elif kind == "finish":
             value = chunk.get("reason")
-            finish = value if isinstance(value, dict) else None
+            self.finish = value if isinstance(value, dict) else None
 
-    complete = upto is None or upto >= len(all_records)
-    violations = [
-        v
-        for v in state.get("violations") or []
-        if (v[0] is None and complete) or (v[0] is not None and v[0] < len(records))
-    ]
-    status = str(state.get("status") or "streaming") if complete else "streaming"
-    total = state.get("totalMs") if complete else None
-    last_t = float(records[-1][0]) if records else 0.0
-    total_ms = max(float(total), last_t) if isinstance(total, (int, float)) else last_t
+    def _block_start(self, n: int, t: float, chunk: dict[str, Any]) -> None:
+        index = chunk.get("index")
+        if isinstance(index, int) and index not in self.open_by_index:  # a repeated start is ignored
+            seg = self._open(index, str(chunk.get("blockType")), n, t)
+            seg.started = True
+            seg.chunk_numbers.append(n)
+
+    def _block_end(self, n: int, t: float, chunk: dict[str, Any]) -> None:
+        index = chunk.get("index")
+        if not isinstance(index, int):
+            return
+        block = chunk.get("block")
+        block = block if isinstance(block, dict) else {}
+        seg = self._segment_of(index) or self._open(index, str(block.get("type")), n, t)
+        seg.last, seg.t_last = n, t
+        seg.chunk_numbers.append(n)
+        seg.closed = True
+        self.open_by_index.pop(index, None)
+        if seg.deltas == 0:
+            _fill_from_block(seg, block)
+
+
+def _view(state: dict[str, Any], records: list[list[Any]], fold: _Fold, complete: bool) -> TimelineView:
+    """The frame: the fold's picture plus what only a complete state shows (status, error, the end)."""
     return TimelineView(
         title=str(state.get("title") or ""),
-        status=status,
+        status=str(state.get("status") or "streaming") if complete else "streaming",
         records=records,
-        segments=segments,
-        violations=violations,
-        usage=usage,
-        finish=finish,
-        error=error_info(state.get("error") if complete else None, finish),
-        deltas=deltas,
-        total_ms=total_ms,
+        segments=fold.segments,
+        violations=shown_violations(state.get("violations") or [], len(records), complete),
+        usage=fold.usage,
+        finish=fold.finish,
+        error=error_info(state.get("error") if complete else None, fold.finish),
+        deltas=fold.deltas,
+        total_ms=_total_ms(state.get("totalMs") if complete else None, records),
         first_ms=float(records[0][0]) if records else None,
-        max_gap_ms=max_gap,
-        max_gap_at=max_gap_at,
+        max_gap_ms=fold.max_gap,
+        max_gap_at=fold.max_gap_at,
     )
+
+
+def shown_violations(violations: list[list[Any]], shown: int, complete: bool) -> list[list[Any]]:
+    """The violations a frame of ``shown`` records marks: those at its chunks, the end's once complete."""
+    return [v for v in violations if (v[0] < shown if v[0] is not None else complete)]
+
+
+def _total_ms(total: Any, records: list[list[Any]]) -> float:
+    # the stream's own end time when known, never before its last chunk
+    last_t = float(records[-1][0]) if records else 0.0
+    return max(float(total), last_t) if isinstance(total, (int, float)) else last_t
 
 
 def _fill_from_block(seg: Segment, block: dict[str, Any]) -> None:
@@ -228,26 +261,34 @@ def _str_or_none(value: Any) -> str | None:
 def error_info(error: Any, finish: dict[str, Any] | None = None) -> ErrorInfo | None:
     """The badge of a state's ``error`` dict, else of an ``error`` / ``aborted`` ``finish``; else None."""
     if isinstance(error, dict):
-        return ErrorInfo(
-            code=str(error.get("code")),
-            message=str(error.get("message") or ""),
-            status=error.get("status"),
-            retry_after_ms=error.get("retryAfterMs"),
-            request_id=error.get("requestId"),
-            chain=error.get("chain"),
-            causes=tuple(str(c) for c in error.get("causes") or ()),
-            retryable=error.get("retryable"),
-            source="raised",
-        )
+        return _raised_info(error)
     if finish is not None and finish.get("kind") in ("error", "aborted"):
-        failure = finish.get("failure") if isinstance(finish.get("failure"), dict) else {}
-        assert isinstance(failure, dict)
-        return ErrorInfo(
-            code=str(failure.get("code") or str(finish.get("kind")).upper()),
-            message=str(failure.get("message") or ""),
-            status=failure.get("status"),
-            retry_after_ms=failure.get("providerRetryAfterMs"),
-            request_id=failure.get("requestId"),
-            source="finish",
-        )
+        return _finish_info(finish)
     return None
+
+
+def _raised_info(error: dict[str, Any]) -> ErrorInfo:
+    return ErrorInfo(
+        code=str(error.get("code")),
+        message=str(error.get("message") or ""),
+        status=error.get("status"),
+        retry_after_ms=error.get("retryAfterMs"),
+        request_id=error.get("requestId"),
+        chain=error.get("chain"),
+        causes=tuple(str(c) for c in error.get("causes") or ()),
+        retryable=error.get("retryable"),
+        source="raised",
+    )
+
+
+def _finish_info(finish: dict[str, Any]) -> ErrorInfo:
+    failure = finish.get("failure")
+    failure = failure if isinstance(failure, dict) else {}
+    return ErrorInfo(
+        code=str(failure.get("code") or str(finish.get("kind")).upper()),
+        message=str(failure.get("message") or ""),
+        status=failure.get("status"),
+        retry_after_ms=failure.get("providerRetryAfterMs"),
+        request_id=failure.get("requestId"),
+        source="finish",
+    )
