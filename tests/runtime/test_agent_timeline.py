@@ -22,7 +22,13 @@ def lookup(q: str) -> str:
 
 def capture(timeline: Timeline) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
-    timeline.send = lambda content, buffers=None: sent.append(json.loads(json.dumps(content)))  # type: ignore[method-assign]
+    def capture(content: dict[str, Any], buffers: Any = None) -> None:
+        message = json.loads(json.dumps(content))
+        if buffers:  # a batch's records travel as its first buffer
+            message["r"] = json.loads(bytes(buffers[0]))
+        sent.append(message)
+
+    timeline.send = capture  # type: ignore[method-assign]
     return sent
 
 

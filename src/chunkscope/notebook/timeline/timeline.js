@@ -2,7 +2,8 @@
 //
 // Data: one store per widget model holds the chunk records (see _records.py for their
 // shapes). While a stream runs it is fed by batch messages ({type: "batch", run, seq, c0,
-// v0, r, v}); a jump in seq makes it ask Python for {type: "resync", from, run}. When the
+// v0, v}, the records as UTF-8 JSON in the message's first buffer); a jump in seq makes it
+// ask Python for {type: "resync", from, run}. When the
 // run ends, the synced `_state` trait holds the whole picture (as JSON text), so a reopened notebook
 // renders with no message at all.
 //
@@ -358,7 +359,7 @@ class Store {
     this.stash = new Map(); // seq -> batch that arrived after a gap
     this.resyncAt = -Infinity;
     this.resyncCount = 0;
-    this.onMsg = (msg) => this.receive(msg);
+    this.onMsg = (msg, buffers) => this.receive(withRecords(msg, buffers));
     this.onState = () => this.loadState();
     model.on("msg:custom", this.onMsg);
     model.on("change:_state", this.onState);
@@ -457,6 +458,20 @@ class Store {
   changed() {
     for (const view of this.views) view.schedule();
   }
+}
+
+const utf8 = new TextDecoder();
+
+/** A batch or resync message with its records (sent as a JSON buffer) in `r`. */
+function withRecords(msg, buffers) {
+  if (!msg || msg.r !== undefined || !buffers || !buffers.length) return msg;
+  let r = [];
+  try {
+    r = JSON.parse(utf8.decode(buffers[0]));
+  } catch (err) {
+    console.error("chunkscope: unreadable timeline records", err);
+  }
+  return { ...msg, r };
 }
 
 // anywidget hands initialize() and every render() a different proxy of the same model,
