@@ -39,7 +39,7 @@ COLORS: dict[str, str] = {
     "usage": "#009e73",
     "error": "#d55e00",
 }
-"""The notebook timeline's palette (``notebook/static/timeline.css``), by kind."""
+"""The notebook timeline's palette (``notebook/timeline/timeline.css``), by kind."""
 
 _MARK = {"text": "T", "reasoning": "R", "tool-call": "F"}
 _PATTERN = {"text": "█", "reasoning": "▒", "tool-call": "▓"}

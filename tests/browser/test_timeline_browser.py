@@ -309,10 +309,15 @@ def test_model_output_is_rendered_as_text_and_runs_nothing(lab: Lab) -> None:
     assert lab.page.evaluate("() => typeof window.__cs_pwned") == "undefined"
 
 
-def test_ten_thousand_deltas_render_within_two_seconds_of_the_last_chunk(lab: Lab) -> None:
-    n = 10_000
+# deltas -> the bound (ms) from the kernel's last chunk to every delta on screen
+ON_SCREEN_BOUND_MS = {10_000: 1000, 100_000: 1000}
+
+
+@pytest.mark.parametrize("n", sorted(ON_SCREEN_BOUND_MS))
+def test_many_deltas_are_on_screen_within_a_second_of_the_last_chunk(lab: Lab, n: int) -> None:
+    bound_ms = ON_SCREEN_BOUND_MS[n]
     lab.write_notebook(
-        "tenk.ipynb",
+        f"deltas-{n}.ipynb",
         [
             PRELUDE,
             f"N = {n}\n"
@@ -334,7 +339,7 @@ def test_ten_thousand_deltas_render_within_two_seconds_of_the_last_chunk(lab: La
             "await tl.consume(paced())\n",
         ],
     )
-    lab.open("tenk.ipynb")
+    lab.open(f"deltas-{n}.ipynb")
     # record in the page the moment every delta is on screen (same machine clock as the kernel)
     lab.page.evaluate(
         """(n) => {
@@ -360,15 +365,17 @@ def test_ten_thousand_deltas_render_within_two_seconds_of_the_last_chunk(lab: La
     lab.page.wait_for_function("() => window.__cs_all_rendered_at !== null", timeout=60_000)
     rendered_at_ms = lab.page.evaluate("() => window.__cs_all_rendered_at")
     lag_ms = rendered_at_ms - ended_at_ms
-    print(f"10,000 deltas: all on screen {lag_ms:.0f} ms after the last chunk left the kernel")
-    (lab.artifacts / "tenk-lag-ms.txt").write_text(f"{lag_ms:.0f}\n")
+    print(f"{n:,} deltas: all on screen {lag_ms:.0f} ms after the last chunk left the kernel")
+    (lab.artifacts / f"deltas-{n}-lag-ms.txt").write_text(f"{lag_ms:.0f}\n")
 
     timeline = _wait_state(lab, 2, "done")
     assert timeline.get_attribute("data-deltas") == str(n)
     segments = _segments(timeline)
     assert [(s["kind"], s["deltas"]) for s in segments] == [("text", n)], "deltas were dropped or split"
     assert timeline.get_attribute("data-chunks") == str(n + 4)
-    assert lag_ms <= 2000, f"the last of {n} deltas reached the page {lag_ms:.0f} ms after the stream ended"
+    assert lag_ms <= bound_ms, (
+        f"the last of {n} deltas reached the page {lag_ms:.0f} ms after the stream ended"
+    )
 
 
 def test_clicking_a_segment_shows_its_json(lab: Lab) -> None:

@@ -11,13 +11,20 @@ from skeleton import make_skeleton
 
 import chunkscope as cs
 from chunkscope.conformance_kit import ConformanceReport
-from chunkscope.notebook._conformance_grid import ConformanceGrid, case_state, grid_state
-from chunkscope.notebook._grid_display import _display, enable_grid
+from chunkscope.notebook.conformance_grid._display import _display, enable_grid
+from chunkscope.notebook.conformance_grid._static_html import grid_html
+from chunkscope.notebook.conformance_grid._widget import ConformanceGrid, case_state, grid_state
 
 
 @pytest.fixture(scope="module")
 def report() -> ConformanceReport:
     return cs.conformance(make_skeleton, scenarios=["text", "fault-401", "refuse-unsupported-options"])
+
+
+@pytest.fixture(scope="module")
+def skeleton_report() -> ConformanceReport:
+    """The skeleton adapter over the whole matrix (only the slow test asks for it)."""
+    return cs.conformance(make_skeleton, wire="openai")
 
 
 def test_the_grid_has_a_row_per_case_a_column_per_check_and_none_where_a_check_does_not_apply(
@@ -78,11 +85,23 @@ def test_the_display_carries_the_widget_and_a_static_grid_for_saved_notebooks(
 
 
 def test_a_displayed_report_becomes_the_grid_in_a_kernel(report: ConformanceReport) -> None:
-    from IPython.core.formatters import IPythonDisplayFormatter
+    from IPython.core.formatters import DisplayFormatter
 
-    formatter = IPythonDisplayFormatter()
-    shell = types.SimpleNamespace(
-        display_formatter=types.SimpleNamespace(ipython_display_formatter=formatter)
-    )
+    formatters = DisplayFormatter()
+    shell = types.SimpleNamespace(display_formatter=formatters)
     assert enable_grid(shell) is True
-    assert formatter.lookup(report) is _display
+    assert formatters.ipython_display_formatter.lookup(report) is _display
+
+
+@pytest.mark.slow  # the whole matrix: a few seconds of real provider time
+def test_the_static_grid_escapes_what_it_shows(skeleton_report: ConformanceReport) -> None:
+    from IPython.core.formatters import DisplayFormatter
+
+    html = grid_html(skeleton_report)
+    assert html.count("<tr data-case=") == len(skeleton_report.cases)
+    assert html.count('class="cs-fail"') == len(skeleton_report.failures)
+    assert "<script" not in html
+    # what a kernel shows as the report's text/html (the conformance layer knows no HTML)
+    formatters = DisplayFormatter()
+    enable_grid(types.SimpleNamespace(display_formatter=formatters))
+    assert formatters.formatters["text/html"](skeleton_report) == html

@@ -32,8 +32,9 @@ class Captured:
 
     def __call__(self, content: dict[str, Any], buffers: Any = None) -> None:
         text = json.dumps(content, ensure_ascii=False)
-        self.sizes.append(len(text.encode("utf-8")))
-        self.messages.append(json.loads(text))
+        raw = [bytes(b) for b in buffers or ()]
+        self.sizes.append(len(text.encode("utf-8")) + sum(len(b) for b in raw))
+        self.messages.append(received(json.loads(text), raw))
 
     @property
     def batches(self) -> list[dict[str, Any]]:
@@ -42,6 +43,13 @@ class Captured:
     @property
     def total_bytes(self) -> int:
         return sum(self.sizes)
+
+
+def received(content: dict[str, Any], buffers: list[bytes]) -> dict[str, Any]:
+    """A message as the front end reads it: a batch's records (its first buffer) back in ``r``."""
+    if buffers and content.get("type") in ("batch", "resync"):
+        return {**content, "r": json.loads(buffers[0].decode("utf-8"))}
+    return content
 
 
 def timeline_with_capture(clock: FakeClock | None = None, **kwargs: Any) -> tuple[Timeline, Captured]:

@@ -12,6 +12,7 @@ from nb_helpers import (
     Captured,
     FakeClock,
     delta,
+    end,
     paced,
     start,
     stream_of,
@@ -20,7 +21,7 @@ from nb_helpers import (
 )
 
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
-from chunkscope.notebook._records import decode_record
+from chunkscope.notebook.timeline._records import decode_record
 from chunkscope.protocol import collect
 from chunkscope.protocol._chunks import chunk_to_dict
 from chunkscope.protocol._errors import LlmError
@@ -298,3 +299,10 @@ async def test_one_timeline_consumes_one_stream_at_a_time(clock: FakeClock) -> N
     gate.set()
     await first
     assert (await timeline.consume(stream_of(CLEAN))).ok  # free again once the first run ended
+
+
+async def test_a_batch_with_a_lone_surrogate_in_model_text_still_goes_out(clock: FakeClock) -> None:
+    timeline, captured = timeline_with_capture(clock)
+    await timeline.consume(paced([start(0, "text"), delta(0, "bad \ud800 half"), end(0, type="text")], clock))
+    records = [r for m in captured.batches for r in m["r"]]
+    assert [r[3] for r in records if r[1] == "t"] == ["bad \ud800 half"]

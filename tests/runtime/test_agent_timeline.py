@@ -7,7 +7,7 @@ from typing import Any
 
 import chunkscope as cs
 from chunkscope.notebook import Timeline
-from chunkscope.notebook._view import derive
+from chunkscope.notebook.timeline._view import derive
 
 from ._fakes import Call, FakeSleep, SequenceAdapter, llm_error, text_reply, tool_reply
 
@@ -22,7 +22,13 @@ def lookup(q: str) -> str:
 
 def capture(timeline: Timeline) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
-    timeline.send = lambda content, buffers=None: sent.append(json.loads(json.dumps(content)))  # type: ignore[method-assign]
+    def capture(content: dict[str, Any], buffers: Any = None) -> None:
+        message = json.loads(json.dumps(content))
+        if buffers:  # a batch's records travel as its first buffer
+            message["r"] = json.loads(bytes(buffers[0]))
+        sent.append(message)
+
+    timeline.send = capture  # type: ignore[method-assign]
     return sent
 
 

@@ -634,7 +634,7 @@ def test_record_into_hands_every_attempt_to_a_usage_sink(tmp_path: Path) -> None
 
 def test_deltas_are_typed_models_that_a_timeline_can_render(tmp_path: Path) -> None:
     pytest.importorskip("anywidget")
-    from chunkscope.notebook._state import state_from_result
+    from chunkscope.notebook.timeline._state import state_from_result
 
     (attempt,) = read_dsh_session(write(tmp_path / "session.jsonl", EXAMPLE_5A)).attempts
     assert isinstance(attempt.result.chunks[1], ReasoningDelta) and isinstance(

@@ -31,7 +31,6 @@ __all__ = [
     "ConformanceReport",
     "case_names",
     "conformance",
-    "grid_html",
     "load_factory",
     "run_conformance",
 ]
@@ -41,7 +40,6 @@ _LAZY = {
     "CaseResult": "._report",
     "CheckResult": "._report",
     "ConformanceReport": "._report",
-    "grid_html": "._report",
     "ABORT_CASE": "._run",
     "API_KEY": "._run",
     "PROMPT": "._run",
@@ -63,7 +61,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._report import CHECKS, CaseResult, CheckResult, ConformanceReport, grid_html
+    from ._report import CHECKS, CaseResult, CheckResult, ConformanceReport
     from ._run import ABORT_CASE, API_KEY, PROMPT, REFUSAL_CASE, case_names
     from ._target import load_factory
     from ._watch import conformance, run_conformance

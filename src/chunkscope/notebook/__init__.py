@@ -1,5 +1,10 @@
 """The notebook layer: the live ``Timeline`` widget, ``show``, and inline reprs.
 
+One folder per widget, each its Python class (``_widget``), its static HTML
+(``_static_html``, what a saved notebook shows) and its ES module and CSS
+(anywidget's shape): ``timeline/``, ``usage_summary/``, ``conformance_grid/``.
+What the widgets share (the static copy beside the view) is ``_base``.
+
 ``Timeline`` and ``show`` load ipywidgets/anywidget on first use; the HTML and
 plain-text reprs of ``LlmError``, violation lists and ``StreamResult`` need
 only the protocol layer and are registered with IPython (``enable()``) as
@@ -20,9 +25,9 @@ from ._reprs import (
     violations_html,
     violations_text,
 )
-from ._state import state_from_result
-from ._static_html import render_fragment, render_page
-from ._usage_state import usage_html, usage_state
+from .timeline._state import state_from_result
+from .timeline._static_html import render_fragment, render_page
+from .usage_summary._static_html import usage_html, usage_state
 
 __all__ = [
     "Timeline",
@@ -46,11 +51,11 @@ __all__ = [
 
 # name -> the private module that defines it; widgets load ipywidgets/anywidget on first use
 _LAZY = {
-    "Timeline": "._timeline",
-    "show": "._timeline",
-    "FRAME_INTERVAL": "._timeline",
-    "ConformanceGrid": "._conformance_grid",
-    "UsageSummary": "._usage",
+    "Timeline": ".timeline._widget",
+    "show": ".timeline._widget",
+    "FRAME_INTERVAL": ".timeline._widget",
+    "ConformanceGrid": ".conformance_grid._widget",
+    "UsageSummary": ".usage_summary._widget",
 }
 
 
@@ -63,13 +68,13 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._conformance_grid import ConformanceGrid
-    from ._timeline import FRAME_INTERVAL, Timeline, show
-    from ._usage import UsageSummary
+    from .conformance_grid._widget import ConformanceGrid
+    from .timeline._widget import FRAME_INTERVAL, Timeline, show
+    from .usage_summary._widget import UsageSummary
 
 enable()
 
 # conformance (issue 11): a displayed ConformanceReport becomes the interactive grid
-from ._grid_display import enable_grid  # noqa: E402
+from .conformance_grid._display import enable_grid  # noqa: E402
 
 enable_grid()

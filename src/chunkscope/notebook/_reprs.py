@@ -18,9 +18,9 @@ from typing import Any
 from chunkscope.protocol import StreamResult, Violation
 from chunkscope.protocol._errors import ERROR_CODES, LlmError
 
-from ._state import cause_lines, error_state, state_from_result
-from ._static_html import error_parts, format_ms, render_fragment, timeline_css
-from ._view import ErrorInfo, error_info
+from .timeline._state import cause_lines, error_state, state_from_result
+from .timeline._static_html import error_parts, format_ms, render_fragment, timeline_css
+from .timeline._view import ErrorInfo, error_info
 
 __all__ = [
     "ViolationList",
@@ -185,6 +185,6 @@ def enable(ip: Any = None) -> bool:
 
 
 def _display_usage_log(log: Any) -> bool:
-    from ._usage import display_usage_log  # loads anywidget only when a log is displayed
+    from .usage_summary._widget import display_usage_log  # loads anywidget only when a log is displayed
 
     return display_usage_log(log)

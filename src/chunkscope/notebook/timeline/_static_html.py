@@ -3,7 +3,7 @@
 Saved notebooks carry it as the output's ``text/html`` (GitHub, nbviewer and
 ``nbconvert --to html`` show it without JavaScript); ``Timeline.to_html``
 writes it as a page. It uses the same class names and data attributes as the
-live widget (``static/timeline.js``), so one stylesheet and one set of test
+live widget (``timeline.js``), so one stylesheet and one set of test
 hooks serve both. Every piece of text that came from a model, an adapter or a
 user goes through ``html.escape``; nothing is ever inserted as markup.
 """
@@ -37,8 +37,8 @@ _COMPACT_TEXT = 4000  # characters of a segment's text in the compact rendering
 
 @cache
 def timeline_css() -> str:
-    """The timeline stylesheet shipped with the package (``static/timeline.css``)."""
-    return resources.files("chunkscope.notebook").joinpath("static/timeline.css").read_text("utf-8")
+    """The timeline stylesheet shipped with the package (``timeline.css``, beside this module)."""
+    return resources.files(__package__).joinpath("timeline.css").read_text("utf-8")
 
 
 def format_ms(ms: float) -> str:

@@ -2,13 +2,20 @@
 //
 // Data: one store per widget model holds the chunk records (see _records.py for their
 // shapes). While a stream runs it is fed by batch messages ({type: "batch", run, seq, c0,
-// v0, r, v}); a jump in seq makes it ask Python for {type: "resync", from, run}. When the
+// v0, v}, the records as UTF-8 JSON in the message's first buffer); a jump in seq makes it
+// ask Python for {type: "resync", from, run}. When the
 // run ends, the synced `_state` trait holds the whole picture (as JSON text), so a reopened notebook
 // renders with no message at all.
 //
+// The picture: `Picture` folds records one by one into segments, usage, finish and facts,
+// by the rules of _view.py (the Python derivation); `derive(state, upto)` is that fold as a
+// pure function, and the shared vectors under tests/ (records → picture) pin both sides.
+//
 // Drawing: each view folds new records into its picture once per animation frame and
-// appends one text node per changed segment, so 10,000 deltas never rebuild the DOM.
-// Model text only ever reaches the page through textContent / createTextNode.
+// appends one text node per changed segment, so 100,000 deltas never rebuild the DOM; a
+// segment's text is cut into sealed blocks (see TextSink), so appending to it lays out only
+// its last few kilobytes. Model text only ever reaches the page through textContent /
+// createTextNode.
 
 const KIND_MARK = { text: "T", reasoning: "R", "tool-call": "F" };
 const DELTA_KIND = { t: "text", r: "reasoning", c: "tool-call" };
@@ -85,22 +92,255 @@ export function decodeRecord(rec) {
   }
 }
 
-function errorInfo(error, finish) {
-  if (error && typeof error === "object") {
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function strOrNull(value) {
+  return typeof value === "string" && value ? value : null;
+}
+
+/** What the error badge shows: the error the stream raised, else an error / aborted finish's failure. */
+export function errorInfo(error, finish) {
+  if (isObject(error)) {
     return {
-      code: String(error.code), message: error.message || "", status: error.status,
-      retryAfterMs: error.retryAfterMs, requestId: error.requestId, causes: Array.isArray(error.causes) ? error.causes : [],
-      retryable: error.retryable, source: "raised",
+      code: String(error.code), message: String(error.message || ""), status: error.status ?? null,
+      retryAfterMs: error.retryAfterMs ?? null, requestId: error.requestId ?? null,
+      causes: Array.isArray(error.causes) ? error.causes.map(String) : [], retryable: error.retryable ?? null,
+      source: "raised",
     };
   }
   if (finish && (finish.kind === "error" || finish.kind === "aborted")) {
-    const f = finish.failure && typeof finish.failure === "object" ? finish.failure : {};
+    const f = isObject(finish.failure) ? finish.failure : {};
     return {
-      code: String(f.code || String(finish.kind).toUpperCase()), message: f.message || "",
-      status: f.status, retryAfterMs: f.providerRetryAfterMs, requestId: f.requestId, source: "finish",
+      code: String(f.code || String(finish.kind).toUpperCase()), message: String(f.message || ""),
+      status: f.status ?? null, retryAfterMs: f.providerRetryAfterMs ?? null, requestId: f.requestId ?? null,
+      causes: [], retryable: null, source: "finish",
     };
   }
   return null;
+}
+
+// --- the picture: records folded into segments and facts (the rules of _view.py) ------------
+
+/**
+ * The picture of a stream, folded record by record. A segment per content block: a
+ * block-start opens one, a delta for an index with no segment opens one implicitly, a
+ * block-start for an index whose segment was closed opens a new one, a repeated block-start
+ * of an open block is ignored; a segment that got no delta shows its block-end's content;
+ * an agent run's step-start / retry starts the block indexes afresh.
+ */
+export class Picture {
+  constructor() {
+    this.segments = [];
+    this.openByIndex = new Map();
+    this.lastByIndex = new Map();
+    this.usage = null;
+    this.finish = null;
+    this.deltas = 0;
+    this.chunks = 0; // records that are chunks (an agent run's own records are not)
+    this.maxGap = 0;
+    this.maxGapAt = null;
+    this.previousT = null;
+  }
+
+  /** Fold record `n`; returns the segment it changed, or null. */
+  add(rec, n) {
+    const t = Number(rec[0]);
+    if (this.previousT !== null && t - this.previousT > this.maxGap) {
+      this.maxGap = t - this.previousT;
+      this.maxGapAt = n;
+    }
+    this.previousT = t;
+    const tag = rec[1];
+    if (tag !== "a") this.chunks++;
+    if (Object.hasOwn(DELTA_KIND, tag)) return this.delta(rec, n, t);
+    if (tag === "a") this.agent(isObject(rec[2]) ? rec[2] : {});
+    else if (tag === "x") return this.chunk(decodeRecord(rec), n, t);
+    return null;
+  }
+
+  open(index, kind, n, t) {
+    const seg = {
+      index, kind, first: n, last: n, t0: t, t1: t, deltas: 0, started: false, closed: false,
+      parts: [], rev: 0, chunks: [], name: null, id: null,
+    };
+    this.segments.push(seg);
+    this.openByIndex.set(index, seg);
+    this.lastByIndex.set(index, seg);
+    return seg;
+  }
+
+  segmentOf(index) {
+    // a delta or block-end after the block's end goes to the segment that index last had
+    return this.openByIndex.get(index) || this.lastByIndex.get(index);
+  }
+
+  delta(rec, n, t) {
+    const tag = rec[1];
+    const index = rec[2];
+    this.deltas++;
+    const seg = this.segmentOf(index) || this.open(index, DELTA_KIND[tag], n, t);
+    seg.deltas++;
+    seg.last = n;
+    seg.t1 = t;
+    seg.chunks.push(n);
+    if (tag === "c") {
+      seg.id = rec[3];
+      if (rec.length > 5 && rec[5]) seg.name = rec[5];
+      seg.parts.push(rec[4]);
+    } else {
+      seg.parts.push(rec[3]);
+    }
+    return seg;
+  }
+
+  agent(ev) {
+    // block indexes start again at 0 in every step and attempt: new segments from here on
+    if (ev.type === "step-start" || ev.type === "retry") {
+      this.openByIndex.clear();
+      this.lastByIndex.clear();
+    }
+  }
+
+  chunk(chunk, n, t) {
+    if (chunk.type === "block-start") return this.blockStart(chunk, n, t);
+    if (chunk.type === "block-end") return this.blockEnd(chunk, n, t);
+    if (chunk.type === "usage") this.usage = isObject(chunk.usage) ? chunk.usage : null;
+    else if (chunk.type === "finish") this.finish = isObject(chunk.reason) ? chunk.reason : null;
+    return null;
+  }
+
+  blockStart(chunk, n, t) {
+    if (!Number.isInteger(chunk.index) || this.openByIndex.has(chunk.index)) return null;
+    const seg = this.open(chunk.index, String(chunk.blockType), n, t);
+    seg.started = true;
+    seg.chunks.push(n);
+    return seg;
+  }
+
+  blockEnd(chunk, n, t) {
+    if (!Number.isInteger(chunk.index)) return null;
+    const block = isObject(chunk.block) ? chunk.block : {};
+    const seg = this.segmentOf(chunk.index) || this.open(chunk.index, String(block.type), n, t);
+    seg.last = n;
+    seg.t1 = t;
+    seg.chunks.push(n);
+    seg.closed = true;
+    this.openByIndex.delete(chunk.index);
+    if (seg.deltas === 0) fillFromBlock(seg, block);
+    return seg;
+  }
+}
+
+function fillFromBlock(seg, block) {
+  let text = null;
+  if (block.type === "tool-call") {
+    seg.name = seg.name || strOrNull(block.name);
+    seg.id = seg.id || strOrNull(block.id);
+    text = String(block.arguments || "");
+  } else if (typeof block.text === "string") {
+    text = block.text;
+  }
+  if (text !== null) {
+    seg.parts = [text];
+    seg.rev++; // the text was replaced, not appended to: a view redraws it
+  }
+}
+
+/** Whether a frame of `shown` records marks violation `v`: at its chunk, or the end's once complete. */
+export function shows(v, shown, complete) {
+  return v[0] === null ? complete : v[0] < shown;
+}
+
+function totalOf(total, records) {
+  const last = records.length ? Number(records[records.length - 1][0]) : 0;
+  return typeof total === "number" ? Math.max(total, last) : last;
+}
+
+/**
+ * The picture of a timeline state ({records, violations, status, totalMs, error, title})
+ * after its first `upto` records (all when null), as plain JSON data: what _view.derive
+ * gives, in the shape of the shared vectors (tests/fixtures/timeline/*.json).
+ */
+export function derive(state, upto = null) {
+  const all = Array.isArray(state.records) ? state.records : [];
+  const records = upto === null || upto === undefined ? all : all.slice(0, Math.max(0, upto));
+  const picture = new Picture();
+  records.forEach((rec, n) => picture.add(rec, n));
+  const complete = upto === null || upto === undefined || upto >= all.length;
+  const violations = Array.isArray(state.violations) ? state.violations : [];
+  return {
+    title: String(state.title || ""),
+    status: complete ? String(state.status || "streaming") : "streaming",
+    chunks: picture.chunks,
+    deltas: picture.deltas,
+    segments: picture.segments.map((seg) => ({
+      index: seg.index, kind: seg.kind, first: seg.first, last: seg.last, deltas: seg.deltas,
+      started: seg.started, closed: seg.closed, text: seg.parts.join(""), name: seg.name ?? null,
+      callId: seg.id ?? null, chunks: seg.chunks.slice(),
+    })),
+    violations: violations.filter((v) => shows(v, records.length, complete)),
+    usage: picture.usage,
+    finish: picture.finish,
+    error: errorInfo(complete ? state.error : null, picture.finish),
+    totalMs: totalOf(complete ? state.totalMs : null, records),
+    firstMs: records.length ? Number(records[0][0]) : null,
+    maxGapMs: picture.maxGap,
+    maxGapAt: picture.maxGapAt,
+  };
+}
+
+// --- a segment's text on the page ---------------------------------------------------------
+
+const SEAL_AT = 4096; // a text block this long is sealed at its next line break…
+const SEAL_HARD = 32768; // …or, with no line break, at a space once it is this long
+
+/**
+ * A segment's text as a run of blocks. Appending a text node to one huge block makes the
+ * browser lay all of it out again (100,000 deltas: ~100 ms a frame); only the last, short
+ * block changes here. A block is sealed after a line break, so the text wraps as one; text
+ * with no line break for SEAL_HARD characters gets one extra wrap at a space there.
+ */
+class TextSink {
+  constructor(el) {
+    this.el = el;
+    this.reset();
+  }
+
+  reset() {
+    this.el.replaceChildren();
+    this.tail = null;
+    this.tailLength = 0;
+  }
+
+  append(text) {
+    let rest = text;
+    while (rest) {
+      if (!this.tail) {
+        this.tail = h("span", "cs-text-block");
+        this.el.append(this.tail);
+        this.tailLength = 0;
+      }
+      const cut = this.cutAt(rest);
+      const piece = cut < 0 ? rest : rest.slice(0, cut);
+      this.tail.appendChild(document.createTextNode(piece));
+      this.tailLength += piece.length;
+      rest = cut < 0 ? "" : rest.slice(cut);
+      if (cut >= 0) this.tail = null;
+    }
+  }
+
+  /** Where to seal the tail within `text` (an offset), or -1 to append it all. */
+  cutAt(text) {
+    const room = SEAL_AT - this.tailLength;
+    const newline = text.indexOf("\n", Math.max(0, room - 1));
+    if (newline >= 0 && this.tailLength + newline + 1 < SEAL_HARD) return newline + 1;
+    const hard = SEAL_HARD - this.tailLength;
+    if (text.length <= hard) return -1;
+    const space = text.lastIndexOf(" ", hard - 1);
+    return space > 0 ? space + 1 : Math.max(1, hard);
+  }
 }
 
 // --- the per-model store -----------------------------------------------------------------
@@ -119,7 +359,7 @@ class Store {
     this.stash = new Map(); // seq -> batch that arrived after a gap
     this.resyncAt = -Infinity;
     this.resyncCount = 0;
-    this.onMsg = (msg) => this.receive(msg);
+    this.onMsg = (msg, buffers) => this.receive(withRecords(msg, buffers));
     this.onState = () => this.loadState();
     model.on("msg:custom", this.onMsg);
     model.on("change:_state", this.onState);
@@ -218,6 +458,20 @@ class Store {
   changed() {
     for (const view of this.views) view.schedule();
   }
+}
+
+const utf8 = new TextDecoder();
+
+/** A batch or resync message with its records (sent as a JSON buffer) in `r`. */
+function withRecords(msg, buffers) {
+  if (!msg || msg.r !== undefined || !buffers || !buffers.length) return msg;
+  let r = [];
+  try {
+    r = JSON.parse(utf8.decode(buffers[0]));
+  } catch (err) {
+    console.error("chunkscope: unreadable timeline records", err);
+  }
+  return { ...msg, r };
 }
 
 // anywidget hands initialize() and every render() a different proxy of the same model,
@@ -358,19 +612,12 @@ class View {
     this.run = this.store.run;
     this.applied = 0;
     this.appliedViolations = 0;
-    this.segs = [];
-    this.openByIndex = new Map();
-    this.lastByIndex = new Map();
+    this.picture = new Picture();
+    this.rows = []; // what the plot positions: the segments drawn so far, retry waits, tool spans
     this.dirty = new Set();
-    this.usage = null;
-    this.finish = null;
-    this.deltas = 0;
-    this.maxGap = 0;
-    this.maxGapAt = null;
     this.lanes.replaceChildren();
     this.toolSpans = new Map();
     this.waiting = null;
-    this.chunkCount = 0; // records that are chunks (an agent run's own records are not)
     this.marksTrack.replaceChildren();
     this.list.replaceChildren();
     this.marks = [];
@@ -381,91 +628,26 @@ class View {
     this.json.hidden = true;
   }
 
-  openSeg(index, kind, n, t) {
-    const seg = { index, kind, first: n, last: n, t0: t, t1: t, deltas: 0, started: false, closed: false, pending: [], chunks: [], name: null, id: null, dom: null, chars: 0 };
-    // holds the segment's place among the lanes until its first draw (an agent run's sections interleave)
-    seg.anchor = document.createComment("cs-seg");
-    this.lanes.append(seg.anchor);
-    this.segs.push(seg);
-    this.openByIndex.set(index, seg);
-    this.lastByIndex.set(index, seg);
-    this.dirty.add(seg);
-    return seg;
-  }
-
   ingest(rec, n) {
-    const t = Number(rec[0]);
     if (this.waiting) {
       // a retry wait ends when the next attempt shows its first sign of life
       this.waiting.closed = true;
       this.waiting.last = n;
-      this.waiting.t1 = t;
+      this.waiting.t1 = Number(rec[0]);
       this.waiting = null;
     }
-    if (rec[1] !== "a") this.chunkCount++;
-    if (n > 0) {
-      const gap = t - Number(this.store.records[n - 1][0]);
-      if (gap > this.maxGap) {
-        this.maxGap = gap;
-        this.maxGapAt = n;
-      }
-    }
-    const tag = rec[1];
-    if (tag in DELTA_KIND) {
-      this.deltas++;
-      const index = rec[2];
-      let seg = this.openByIndex.get(index) || this.lastByIndex.get(index);
-      if (!seg) seg = this.openSeg(index, DELTA_KIND[tag], n, t);
-      seg.deltas++;
-      seg.last = n;
-      seg.t1 = t;
-      seg.chunks.push(n);
-      if (tag === "c") {
-        seg.id = rec[3];
-        if (rec.length > 5 && rec[5]) seg.name = rec[5];
-        seg.pending.push(rec[4]);
-      } else {
-        seg.pending.push(rec[3]);
+    const seg = this.picture.add(rec, n);
+    if (seg) {
+      if (!seg.drawn) {
+        // holds the segment's place among the lanes until its first draw (an agent run's sections interleave)
+        seg.anchor = document.createComment("cs-seg");
+        this.lanes.append(seg.anchor);
+        seg.drawn = { parts: 0, rev: 0, chars: 0 };
+        this.rows.push(seg);
       }
       this.dirty.add(seg);
-      return;
-    }
-    if (tag === "a") {
-      this.ingestAgent(rec[2] && typeof rec[2] === "object" ? rec[2] : {}, n, t);
-      return;
-    }
-    if (tag !== "x") return;
-    const chunk = decodeRecord(rec);
-    if (chunk.type === "block-start") {
-      if (Number.isInteger(chunk.index) && !this.openByIndex.has(chunk.index)) {
-        const seg = this.openSeg(chunk.index, String(chunk.blockType), n, t);
-        seg.started = true;
-        seg.chunks.push(n);
-      }
-    } else if (chunk.type === "block-end") {
-      if (!Number.isInteger(chunk.index)) return;
-      const block = chunk.block && typeof chunk.block === "object" ? chunk.block : {};
-      let seg = this.openByIndex.get(chunk.index) || this.lastByIndex.get(chunk.index);
-      if (!seg) seg = this.openSeg(chunk.index, String(block.type), n, t);
-      seg.last = n;
-      seg.t1 = t;
-      seg.chunks.push(n);
-      seg.closed = true;
-      this.openByIndex.delete(chunk.index);
-      if (seg.deltas === 0) {
-        if (block.type === "tool-call") {
-          seg.name = seg.name || block.name || null;
-          seg.id = seg.id || block.id || null;
-          seg.pending.push(String(block.arguments || ""));
-        } else if (typeof block.text === "string") {
-          seg.pending.push(block.text);
-        }
-      }
-      this.dirty.add(seg);
-    } else if (chunk.type === "usage") {
-      this.usage = chunk.usage && typeof chunk.usage === "object" ? chunk.usage : null;
-    } else if (chunk.type === "finish") {
-      this.finish = chunk.reason && typeof chunk.reason === "object" ? chunk.reason : null;
+    } else if (rec[1] === "a") {
+      this.ingestAgent(isObject(rec[2]) ? rec[2] : {}, n, Number(rec[0]));
     }
   }
 
@@ -488,12 +670,7 @@ class View {
   }
 
   ingestAgent(ev, n, t) {
-    const type = String(ev.type || "");
-    if (type === "step-start" || type === "retry") {
-      // block indexes start again at 0 in every attempt: new segments from here on
-      this.openByIndex = new Map();
-      this.lastByIndex = new Map();
-    }
+    const type = String(ev.type || ""); // the picture already started new segments at a step or retry
     if (type === "step-start") {
       const head = h("div", "cs-step", `step ${ev.step}`);
       head.dataset.step = String(ev.step);
@@ -506,7 +683,7 @@ class View {
       span.dom.node.dataset.code = String(ev.code || "");
       span.dom.cap.textContent = `wait ${formatMs(Number(ev.delayMs || 0))} · ${ev.code}`;
       span.dom.text.textContent = `attempt ${ev.attempt} failed: ${ev.code}${ev.status != null ? " (HTTP " + ev.status + ")" : ""} ${ev.message || ""}`;
-      this.segs.push(span);
+      this.rows.push(span);
     } else if (type === "discarded") {
       this.lanes.append(h("div", "cs-discarded", `partial output of attempt ${ev.attempt} discarded (${plural(Number(ev.chunks || 0), "chunk")})`));
     } else if (type === "tool-call") {
@@ -518,10 +695,10 @@ class View {
       span.dom.node.dataset.state = "running";
       span.dom.cap.textContent = "running";
       span.dom.text.textContent = `${ev.name}(${ev.arguments || ""})`;
-      this.segs.push(span);
-      (this.toolSpans || (this.toolSpans = new Map())).set(span.id, span);
+      this.rows.push(span);
+      this.toolSpans.set(span.id, span);
     } else if (type === "tool-result") {
-      const span = this.toolSpans && this.toolSpans.get(String(ev.id || ""));
+      const span = this.toolSpans.get(String(ev.id || ""));
       if (!span) return;
       span.closed = true;
       span.last = n;
@@ -569,7 +746,7 @@ class View {
     const root = this.root;
     root.dataset.state = !done ? "streaming" : store.end.status === "error" ? "error" : "done";
     root.dataset.chunks = String(limit);
-    root.dataset.deltas = String(this.deltas);
+    root.dataset.deltas = String(this.picture.deltas);
     root.dataset.axis = this.axis();
     if (this.scrubTo === null) delete root.dataset.scrub;
     else root.dataset.scrub = String(this.scrubTo);
@@ -614,20 +791,30 @@ class View {
         seg.nameEl = name;
         seg.idEl = id;
       }
+      // whether the reader scrolled up, read when they scroll (never in a frame that appends)
+      text.addEventListener("scroll", () => {
+        seg.scrolledUp = text.scrollTop + text.clientHeight < text.scrollHeight - 4;
+      }, { passive: true });
       node.append(row, text);
       node.csSeg = seg;
-      seg.dom = { node, bar, cap, text, sink };
+      seg.dom = { node, bar, cap, text, sink: new TextSink(sink) };
       if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
       else this.lanes.append(node);
     }
     const dom = seg.dom;
-    if (seg.pending.length) {
-      const piece = seg.pending.join("");
-      seg.pending = [];
-      seg.chars += piece.length;
-      const atBottom = dom.text.scrollTop + dom.text.clientHeight >= dom.text.scrollHeight - 4;
-      dom.sink.appendChild(document.createTextNode(piece));
-      if (atBottom) dom.text.scrollTop = dom.text.scrollHeight;
+    const drawn = seg.drawn;
+    if (drawn.rev !== seg.rev) {
+      // the block-end's content replaced what was drawn
+      dom.sink.reset();
+      drawn.rev = seg.rev;
+      drawn.parts = drawn.chars = 0;
+    }
+    if (drawn.parts < seg.parts.length) {
+      const piece = seg.parts.slice(drawn.parts).join("");
+      drawn.parts = seg.parts.length;
+      drawn.chars += piece.length;
+      dom.sink.append(piece);
+      if (!seg.scrolledUp) dom.text.scrollTop = 1e9; // follow the text (clamped to the end)
     }
     if (seg.nameEl) {
       seg.nameEl.textContent = seg.name || "";
@@ -636,7 +823,7 @@ class View {
     dom.node.dataset.deltas = String(seg.deltas);
     dom.node.dataset.started = seg.started ? "true" : "false";
     dom.node.dataset.closed = seg.closed ? "true" : "false";
-    let cap = seg.kind === "tool-call" ? `${seg.name || "?"} · ${plural(seg.deltas, "delta")}` : `${plural(seg.deltas, "delta")} · ${plural(seg.chars, "char")}`;
+    let cap = seg.kind === "tool-call" ? `${seg.name || "?"} · ${plural(seg.deltas, "delta")}` : `${plural(seg.deltas, "delta")} · ${plural(drawn.chars, "char")}`;
     if (!seg.closed) cap += this.store.end ? " · never closed" : " · open";
     dom.cap.textContent = cap;
   }
@@ -671,17 +858,17 @@ class View {
   drawFacts(limit, complete) {
     const store = this.store;
     const f = this.facts;
-    f.chunks.value.textContent = String(this.chunkCount);
+    f.chunks.value.textContent = String(this.picture.chunks);
     const first = limit ? Number(store.records[0][0]) : null;
     f.first.fact.hidden = first === null;
     if (first !== null) f.first.value.textContent = formatMs(first);
     const totalMs = this.totalMs(limit, complete);
     f.total.fact.hidden = limit === 0;
     f.total.value.textContent = formatMs(totalMs);
-    f.gap.fact.hidden = this.maxGapAt === null;
-    if (this.maxGapAt !== null) {
-      f.gap.value.textContent = formatMs(this.maxGap);
-      f.gap.after.textContent = ` before chunk ${this.maxGapAt}`;
+    f.gap.fact.hidden = this.picture.maxGapAt === null;
+    if (this.picture.maxGapAt !== null) {
+      f.gap.value.textContent = formatMs(this.picture.maxGap);
+      f.gap.after.textContent = ` before chunk ${this.picture.maxGapAt}`;
     }
     f.violations.value.textContent = String(this.appliedViolations);
     f.violations.fact.dataset.count = String(this.appliedViolations);
@@ -695,20 +882,20 @@ class View {
 
   drawBadges(complete) {
     const badges = [];
-    if (this.usage) {
+    if (this.picture.usage) {
       const b = h("span", "cs-badge cs-usage");
-      b.append(h("b", null, "usage"), document.createTextNode(" " + usageText(this.usage)));
+      b.append(h("b", null, "usage"), document.createTextNode(" " + usageText(this.picture.usage)));
       badges.push(b);
     }
-    if (this.finish) {
-      const kind = String(this.finish.kind);
+    if (this.picture.finish) {
+      const kind = String(this.picture.finish.kind);
       const b = h("span", "cs-badge cs-finish");
       b.dataset.kind = kind;
       b.append(h("b", null, "finish"), document.createTextNode(" " + kind));
       badges.push(b);
     }
     const end = this.store.end;
-    const error = errorInfo(complete && end ? end.error : null, this.finish);
+    const error = errorInfo(complete && end ? end.error : null, this.picture.finish);
     if (error) {
       const b = h("span", "cs-badge cs-error");
       b.dataset.code = error.code;
@@ -723,7 +910,7 @@ class View {
       badges.push(b);
       for (const cause of error.causes || []) badges.push(h("span", "cs-badge cs-cause", `caused by ${cause}`));
       if (this.applied) {
-        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.chunkCount} chunks, ${this.deltas} deltas`));
+        badges.push(h("span", "cs-badge cs-partial", `partial output kept: ${this.picture.chunks} chunks, ${this.picture.deltas} deltas`));
       }
     }
     // Badges are few; rebuild only when their text changed.
@@ -745,7 +932,7 @@ class View {
     this.toggleTime.className = axis === "time" ? "cs-on" : "";
     this.toggleChunk.className = axis === "chunk" ? "cs-on" : "";
     const endX = axis === "chunk" ? limit : endMs;
-    for (const seg of this.segs) {
+    for (const seg of this.rows) {
       if (!seg.dom) continue;
       // A block still open runs to the end of what arrived (it grows with the stream).
       const x0 = axis === "chunk" ? seg.first : seg.t0;

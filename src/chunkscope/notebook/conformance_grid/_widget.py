@@ -19,18 +19,19 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from chunkscope.conformance_kit import CHECKS, CaseResult, ConformanceReport, grid_html
+from chunkscope.conformance_kit import CHECKS, CaseResult, ConformanceReport
 from chunkscope.protocol import StreamResult
 
-from ._display import with_static_copy
-from ._records import encode_violation
-from ._state import state_from_result
-from ._timeline import Timeline
-from ._view import STATE_VERSION
+from .._base import with_static_copy
+from ..timeline._records import encode_violation
+from ..timeline._state import state_from_result
+from ..timeline._view import STATE_VERSION
+from ..timeline._widget import Timeline
+from ._static_html import grid_html
 
 __all__ = ["ConformanceGrid", "case_state", "grid_state"]
 
-_STATIC = Path(__file__).parent / "static"
+_HERE = Path(__file__).parent
 
 
 def grid_state(report: ConformanceReport) -> dict[str, Any]:
@@ -71,8 +72,8 @@ def case_state(case: CaseResult, wire: str) -> dict[str, Any]:
 class ConformanceGrid(anywidget.AnyWidget):
     """The interactive grid of a ``ConformanceReport``; ``timeline`` shows the selected case."""
 
-    _esm = _STATIC / "conformance_grid.js"
-    _css = _STATIC / "conformance_grid.css"
+    _esm = _HERE / "conformance_grid.js"
+    _css = _HERE / "conformance_grid.css"
 
     _grid = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)

@@ -2,7 +2,7 @@
 
 ``usage_state(log)`` is read from the log's running totals (no frame is built
 while a batch runs); ``usage_html(state)`` is the ``text/html`` a saved
-notebook shows without JavaScript. ``static/usage.js`` draws the same state
+notebook shows without JavaScript. ``usage_summary.js`` draws the same state
 with the same class names. Needs no widget library.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["USAGE_STATE_VERSION", "usage_css", "usage_html", "usage_state"]
 
 USAGE_STATE_VERSION = 1
-_STATIC = Path(__file__).parent / "static"
+_HERE = Path(__file__).parent
 
 TOKEN_KINDS = (
     ("input", "input_tokens", "input (uncached)"),
@@ -54,8 +54,8 @@ def usage_state(log: Any, title: str = "") -> dict[str, Any]:
 
 
 def usage_css() -> str:
-    """The usage summary's stylesheet (``static/usage.css``)."""
-    return (_STATIC / "usage.css").read_text(encoding="utf-8")
+    """The usage summary's stylesheet (``usage_summary.css``, beside this module)."""
+    return (_HERE / "usage_summary.css").read_text(encoding="utf-8")
 
 
 def format_count(n: int) -> str:

@@ -26,7 +26,7 @@ sent as deltas (never the accumulated text), so the bytes sent grow linearly
 with the stream. A violation travels as ``[position, rule, severity, message]``
 (``position`` null = end of stream).
 
-The front end (``static/timeline.js``) decodes the same shapes.
+The front end (``timeline.js``) decodes the same shapes.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Show a ``ConformanceReport`` as the interactive grid in a kernel, without importing widgets early.
+"""Show a ``ConformanceReport`` as the grid in a kernel, without importing widgets early.
 
 The conformance layer knows nothing of notebooks: this registers, by name, an
-IPython display hook for its report type. The hook loads the widget module
-only when a report is displayed.
+IPython display hook for its report type (the interactive grid) and its
+``text/html`` (the static grid, for any front end that asks a formatter for
+HTML). The hooks load their modules only when a report is displayed.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ _ENABLED: set[int] = set()
 
 
 def _display(report: Any) -> bool:
-    from ._conformance_grid import display_report
+    from ._widget import display_report
 
     display_report(report)
     return True
+
+
+def _html(report: Any) -> str:
+    from ._static_html import grid_html
+
+    return grid_html(report)
 
 
 def enable_grid(ip: Any = None) -> bool:
@@ -35,6 +42,9 @@ def enable_grid(ip: Any = None) -> bool:
     if id(ip) not in _ENABLED:
         ip.display_formatter.ipython_display_formatter.for_type_by_name(
             "chunkscope.conformance_kit._report", "ConformanceReport", _display
+        )
+        ip.display_formatter.formatters["text/html"].for_type_by_name(
+            "chunkscope.conformance_kit._report", "ConformanceReport", _html
         )
         _ENABLED.add(id(ip))
     return True

@@ -22,13 +22,13 @@ from typing import Any
 
 import traitlets
 
-from ._display import StaticCopyWidget
-from ._timeline import FRAME_INTERVAL
-from ._usage_state import usage_html, usage_state
+from .._base import StaticCopyWidget
+from ..timeline._widget import FRAME_INTERVAL
+from ._static_html import usage_html, usage_state
 
 __all__ = ["UsageSummary", "display_usage_log"]
 
-_STATIC = Path(__file__).parent / "static"
+_HERE = Path(__file__).parent
 
 
 class UsageSummary(StaticCopyWidget):
@@ -39,8 +39,8 @@ class UsageSummary(StaticCopyWidget):
     ``time.perf_counter`` and 1/30 s.
     """
 
-    _esm = _STATIC / "usage.js"
-    _css = _STATIC / "usage.css"
+    _esm = _HERE / "usage_summary.js"
+    _css = _HERE / "usage_summary.css"
 
     title = traitlets.Unicode("").tag(sync=True)
     _state = traitlets.Unicode("").tag(sync=True)
