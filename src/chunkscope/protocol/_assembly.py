@@ -446,29 +446,31 @@ class StreamInspector:
                 block.name = partial.name = name
             self._keep(chunk)
             return
-        self._flush()
+        self._add(chunk, kind)
+
+    def _add(self, chunk: Any, kind: type[Any]) -> None:
+        """Any other chunk: through the checker and the assembler, then retarget the fast paths."""
+        if self._fast_kind is not _Never:
+            self._flush()
         try:
-            self._add(chunk)
+            checker = self._checker
+            checker._pos = len(self.chunks) - 1  # the fast paths do not count: the kept chunks do
+            handler = self._dispatch.get(kind)
+            if handler is None:
+                try:
+                    chunk = parse_chunk(chunk)
+                except ValidationError:
+                    self._keep(chunk)  # kept as it came, so positions still index chunks
+                    self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
+                    return
+                handler = self._dispatch[type(chunk)]
+            self._keep(chunk)
+            found = checker.feed(chunk)
+            if found:
+                self.violations.extend(found)
+            handler(chunk)
         finally:
             self._retarget()
-
-    def _add(self, chunk: Any) -> None:
-        checker = self._checker
-        checker._pos = len(self.chunks) - 1  # the fast path does not count: the kept chunks do
-        handler = self._dispatch.get(type(chunk))
-        if handler is None:
-            try:
-                chunk = parse_chunk(chunk)
-            except ValidationError:
-                self.chunks.append(chunk)  # kept as it came, so positions still index chunks
-                self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
-                return
-            handler = self._dispatch[type(chunk)]
-        self.chunks.append(chunk)
-        found = checker.feed(chunk)
-        if found:
-            self.violations.extend(found)
-        handler(chunk)
 
     def _flush(self) -> None:
         """Hand the kept run of fast-path deltas to the checker and the assembler."""
