@@ -72,7 +72,6 @@ _TOP_LEVEL_LAYERS = {
         ],
         "cli",
     ),
-    "testing.py": "testing",
     "_extras.py": "protocol",  # the missing-extra message: stdlib only, so every layer may use it
 }
 

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from chunkscope.protocol import BlockAssembler, check, read_chunks, write_chunks
+from chunkscope.protocol import RULES, BlockAssembler, check, read_chunks, write_chunks
 from chunkscope.testing import GeneratedStream, invalid_streams, rules_for, valid_streams
+from chunkscope.testing._mutations import MUTATIONS, breaks
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 THOROUGH = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,12 +60,40 @@ def test_valid_dsh_streams_check_clean_under_dsh_and_reassemble(stream: Generate
     ("profile", "rule"), [(profile, rule) for profile in ("strict", "dsh") for rule in rules_for(profile)]
 )
 def test_every_rule_has_a_mutation_that_breaks_only_it(profile: str, rule: str) -> None:
+    mutation = MUTATIONS[rule]  # drawn directly: invalid_streams also draws the rule's own example
+
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(invalid_streams(profile, rules=[rule]))
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        _one_rule(profile, (data.draw(st.composite(lambda draw: mutation(draw, profile))()), rule))
+
+    run()
+
+
+def test_each_rule_of_rules_has_one_tagged_mutation() -> None:
+    assert list(MUTATIONS) == list(RULES)  # tagged in the registry's order
+    with pytest.raises(ValueError, match="already has a mutation"):
+        breaks("schema")(lambda draw, profile: [])
+    with pytest.raises(ValueError, match="is not a rule of RULES"):
+        breaks("no-such-rule")
+
+
+@pytest.mark.parametrize("profile", ["strict", "dsh"])
+def test_invalid_streams_draw_each_rules_own_example_too(profile: str) -> None:
+    examples = {rule: list(RULES[rule].example) for rule in rules_for(profile)}
+    seen: set[str] = set()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(invalid_streams(profile))
     def run(case: tuple[list[Any], str]) -> None:
+        chunks, rule = case
+        as_json = [c.to_dict() if hasattr(c, "to_dict") else c for c in chunks]
+        if as_json == examples[rule]:
+            seen.add(rule)
         _one_rule(profile, case)
 
     run()
+    assert seen, "no rule's own example was ever drawn"
 
 
 @pytest.mark.slow

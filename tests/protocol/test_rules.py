@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from chunkscope.protocol import RULES, Checker, Violation, check, parse_chunk
 
@@ -291,6 +292,35 @@ def test_dsh_reports_the_reference_rules_only(chunks: list[Any], expected: list[
 def test_every_rule_has_a_smallest_breaking_stream() -> None:
     covered = {rule for _, _, expected in CASES for rule, _, _ in expected}
     assert covered == set(RULES)
+    assert [rid for rid, rule in RULES.items() if not rule.example] == []
+
+
+@pytest.mark.parametrize("rule_id", list(RULES))
+@pytest.mark.parametrize("profile", ["strict", "dsh"])
+def test_each_rules_example_breaks_exactly_that_rule_where_it_says(rule_id: str, profile: str) -> None:
+    # Under a profile applying the rule: that rule alone, once, at the stated position; else clean.
+    rule = RULES[rule_id]
+    found = check(list(rule.example), profile)
+    expected = [(rule_id, rule.severity, rule.example_position)] if profile in rule.profiles else []
+    assert [(v.rule, v.severity, v.position) for v in found] == expected
+
+
+@pytest.mark.parametrize("rule_id", list(RULES))
+def test_each_rules_example_checks_alike_as_dicts_and_as_models(rule_id: str) -> None:
+    example = list(RULES[rule_id].example)
+    parsed = []
+    for chunk in example:
+        try:
+            parsed.append(parse_chunk(chunk))
+        except ValidationError:
+            parsed.append(chunk)  # the schema example's malformed chunk stays as it came
+    assert [(v.rule, v.position) for v in check(parsed)] == [(v.rule, v.position) for v in check(example)]
+
+
+def test_rule_examples_are_the_registrys_own_copies() -> None:
+    first, second = RULES["usage-missing"].example, RULES["usage-valid"].example
+    assert first[0] == second[0] and first[0] is not second[0]
+    assert hash(RULES["schema"]) == hash(RULES["schema"])  # a Rule stays hashable
 
 
 def test_rule_registry_names_every_protocol_rule_with_severity_and_profiles() -> None:

@@ -80,6 +80,10 @@ class _Partial:
 _NO_PARTIAL = _Partial(-1, "none")
 
 
+class _Never:
+    """A type no chunk has: StreamInspector's fast path matches nothing while it is set."""
+
+
 class BlockAssembler:
     """Incrementally assembles chunks into complete blocks and an assistant message.
 
@@ -384,7 +388,22 @@ class StreamInspector:
     this class, so they agree chunk for chunk.
     """
 
-    __slots__ = ("_assembler", "_checker", "_dispatch", "chunks", "profile", "violations")
+    __slots__ = (
+        "_assembler",
+        "_checker",
+        "_dispatch",
+        "_fast_index",
+        "_fast_kind",
+        "_keep",
+        "_run_from",
+        "_tool_block",
+        "_tool_id",
+        "_tool_index",
+        "_tool_partial",
+        "chunks",
+        "profile",
+        "violations",
+    )
 
     def __init__(self, profile: str = "strict") -> None:
         self.profile = profile
@@ -395,40 +414,95 @@ class StreamInspector:
         """Every item added, in order: chunk models (dicts parsed); an item that is no chunk as it came."""
         self.violations: list[Violation] = []
         """Every violation found so far, in stream order (the end-of-stream ones once ``result`` ran)."""
+        self._keep = self.chunks.append
+        # The fused hot path: while the checker and the assembler both hold the same open
+        # text or reasoning block (their hot-path slots Checker._cur, BlockAssembler._last),
+        # a delta continuing it is only kept; the run of such deltas (chunks[_run_from:]) is
+        # handed to both at once by _flush, before anything else reads or moves either.
+        self._fast_kind: type[Any] = _Never
+        self._fast_index = -1
+        self._run_from = 0
+        # The same for a tool call's next argument piece (same index, same id): it goes straight
+        # to both, as their own fast paths would put it. _tool_id None: no such call.
+        self._tool_id: str | None = None
+        self._tool_index = -1
+        self._tool_block: Any = None
+        self._tool_partial: _Partial = _NO_PARTIAL
 
     def add(self, chunk: Any) -> None:
         """Take the next chunk: keep it (parsed), check it, assemble it."""
-        # The fused hot path: the one place outside Checker and BlockAssembler that reads
-        # their hot-path slot (the block the last delta went to: Checker._cur,
-        # BlockAssembler._last); tests/protocol/test_inspector.py pins that it agrees with both.
-        checker = self._checker
-        block = checker._cur
-        partial = self._assembler._last
         kind = type(chunk)
-        # A delta continuing the block both already hold reads the chunk once.
-        if kind is block.fast and kind is partial.fast:
-            index = chunk.index
-            if index == block.index and index == partial.index:
-                text = chunk.text
-                block.parts.append(text)
-                partial.text.append(text)
-                checker._pos += 1
-                self.chunks.append(chunk)
-                return
-        handler = self._dispatch.get(kind)
-        if handler is None:
-            try:
-                chunk = parse_chunk(chunk)
-            except ValidationError:
-                self.chunks.append(chunk)  # kept as it came, so positions still index chunks
-                self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
-                return
-            handler = self._dispatch[type(chunk)]
-        self.chunks.append(chunk)
-        found = checker.feed(chunk)
-        if found:
-            self.violations.extend(found)
-        handler(chunk)
+        if kind is self._fast_kind and chunk.index == self._fast_index:
+            self._keep(chunk)
+            return
+        if kind is ToolCallDelta and chunk.id == self._tool_id and chunk.index == self._tool_index:
+            arguments = chunk.arguments_delta
+            name = chunk.name
+            block = self._tool_block
+            partial = self._tool_partial
+            block.parts.append(arguments)
+            partial.args.append(arguments)
+            if name:
+                block.name = partial.name = name
+            self._keep(chunk)
+            return
+        self._add(chunk, kind)
+
+    def _add(self, chunk: Any, kind: type[Any]) -> None:
+        """Any other chunk: through the checker and the assembler, then retarget the fast paths."""
+        if self._fast_kind is not _Never:
+            self._flush()
+        try:
+            checker = self._checker
+            checker._pos = len(self.chunks) - 1  # the fast paths do not count: the kept chunks do
+            handler = self._dispatch.get(kind)
+            if handler is None:
+                try:
+                    chunk = parse_chunk(chunk)
+                except ValidationError:
+                    self._keep(chunk)  # kept as it came, so positions still index chunks
+                    self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble
+                    return
+                handler = self._dispatch[type(chunk)]
+            self._keep(chunk)
+            found = checker.feed(chunk)
+            if found:
+                self.violations.extend(found)
+            handler(chunk)
+        finally:
+            self._retarget()
+
+    def _flush(self) -> None:
+        """Hand the kept run of fast-path deltas to the checker and the assembler."""
+        chunks = self.chunks
+        # No run while _fast_kind is _Never (tool pieces, the only other kept ones, are handed over at once).
+        if self._fast_kind is not _Never and self._run_from < len(chunks):
+            texts = [chunk.text for chunk in chunks[self._run_from :]]
+            self._checker._cur.parts.extend(texts)
+            self._assembler._last.text.extend(texts)
+        self._run_from = len(chunks)
+
+    def _retarget(self) -> None:
+        # The one place outside Checker and BlockAssembler that reads their hot-path slots;
+        # tests/protocol/test_inspector.py pins that the fused pass agrees with both.
+        self._run_from = len(self.chunks)
+        block = self._checker._cur
+        partial = self._assembler._last
+        kind = block.fast
+        if kind is not None and kind is partial.fast and block.index == partial.index:
+            self._fast_kind = kind
+            self._fast_index = block.index
+        else:
+            self._fast_kind = _Never
+        self._tool_id = None
+        if block.kind == "tool-call" and block.call_id is not None:
+            tool = self._assembler._partials.get(block.index)
+            # the assembler still appends to it, under the same id (so keeping its id is a no-op)
+            if tool is not None and tool.block is None and tool.call_id == block.call_id:
+                self._tool_id = block.call_id
+                self._tool_index = block.index
+                self._tool_block = block
+                self._tool_partial = tool
 
     @property
     def position(self) -> int:
@@ -442,6 +516,7 @@ class StreamInspector:
 
     def blocks(self) -> list[AnyBlock]:
         """The blocks assembled so far (``BlockAssembler.blocks``)."""
+        self._flush()
         return self._assembler.blocks()
 
     def result(self, error: LlmError | None = None) -> StreamResult:
@@ -450,7 +525,9 @@ class StreamInspector:
         The end-of-stream rules (a missing finish) run only when ``error`` is
         None: an error explains the missing end. Calling it again adds nothing.
         """
+        self._flush()
         if error is None:
+            self._checker._pos = len(self.chunks) - 1  # the fast path does not count
             self.violations.extend(self._checker.close())
         assembler = self._assembler
         return StreamResult(

@@ -1,347 +1,67 @@
-"""Hypothesis strategies for adapter authors (needs the ``testing`` extra: ``hypothesis``).
+"""Invalid streams: mutations of valid streams, each tagged with the one rule it breaks.
 
-``valid_streams()`` draws streams that keep every rule of a profile, together
-with the blocks they were built from; ``invalid_streams()`` draws streams that
-break exactly one rule, with that rule's id::
-
-    from hypothesis import given
-    import chunkscope as cs
-    from chunkscope.testing import valid_streams, invalid_streams
-
-    @given(valid_streams())
-    def test_my_consumer_accepts_valid_streams(stream):
-        assert my_consumer(stream.chunks) == stream.assembled
-
-    @given(invalid_streams())
-    def test_checker_names_the_broken_rule(case):
-        chunks, rule = case
-        assert {v.rule for v in cs.check(chunks)} == {rule}
-
-Deltas are split at arbitrary points: inside grapheme clusters (combining
-marks, emoji ZWJ sequences, flags — a Python string holds code points, so that
-is where "inside a multi-byte character" lands) and inside JSON tokens
-(strings, escapes, numbers, keywords).
+``@breaks(rule_id)`` registers a mutation in ``MUTATIONS``: given a profile, it
+draws a valid stream (``_valid.streams``) and changes it so that checking it
+under that profile reports that rule and no other. ``invalid_streams`` draws a
+rule of ``RULES``, then either that rule's own smallest breaking example (its
+row in ``RULES``) or one of its mutations. A new rule is a row in ``RULES``, a
+branch in the checker and a mutation here; ``tests/protocol/test_properties.py``
+holds every rule to having one.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ._extras import needs_extra
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
-with needs_extra("chunkscope.testing"):  # the one dependency: the "testing" extra
-    from hypothesis import strategies as st
-
-from .protocol import PROFILES, RULES
-from .protocol._chunks import (
+from ..protocol import PROFILES, RULES
+from ..protocol._chunks import (
     AnyBlock,
     AnyChunk,
     BlockEnd,
     BlockStart,
     Finish,
     FinishReason,
-    LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
     TextDelta,
-    TokenUsage,
-    ToolCallBlock,
     ToolCallDelta,
     Usage,
+    parse_chunk,
 )
+from ._content import texts
+from ._valid import BLOCK_KINDS, FAILING, OK_KINDS, GeneratedStream, streams
 
-__all__ = ["GeneratedStream", "valid_streams", "invalid_streams", "rules_for"]
+__all__ = ["MUTATIONS", "breaks", "invalid_streams", "rules_for"]
 
-_OK_KINDS = ("stop", "tool-calls", "max-tokens")
-_FAILING = ("error", "aborted")
-_ALL_KINDS = (*_OK_KINDS, *_FAILING)
-_BLOCK_KINDS = ("text", "reasoning", "tool-call")
+Mutation = Callable[[st.DrawFn, str], list[Any]]
+"""Draws a stream that breaks one rule under the profile it is given."""
+
+MUTATIONS: dict[str, Mutation] = {}
+"""Every rule's mutation, by rule id (filled by ``@breaks``)."""
 
 
-@dataclass(frozen=True)
-class GeneratedStream:
-    """A drawn valid stream and what it was built from.
+def breaks(rule_id: str) -> Callable[[Mutation], Mutation]:
+    """Register the decorated mutation as the one that breaks ``rule_id`` (a key of ``RULES``)."""
+    if rule_id not in RULES:
+        raise ValueError(f"{rule_id!r} is not a rule of RULES")
 
-    ``blocks`` are the blocks in first-seen order as streamed (a block left
-    open at an ``error``/``aborted`` finish holds the content streamed before
-    it; a tool call cut by ``max-tokens`` holds its cut JSON). ``assembled`` is
-    what ``BlockAssembler.blocks()`` must return for ``chunks``.
-    """
+    def register(mutation: Mutation) -> Mutation:
+        if rule_id in MUTATIONS:
+            raise ValueError(f"rule {rule_id!r} already has a mutation")
+        MUTATIONS[rule_id] = mutation
+        return mutation
 
-    chunks: list[AnyChunk]
-    blocks: list[AnyBlock]
-    usage: TokenUsage | None
-    finish: FinishReason
-    open_indexes: tuple[int, ...]
-    profile: str
-
-    @property
-    def assembled(self) -> list[AnyBlock]:
-        """The blocks an assembler returns: ``blocks``, minus tool calls after a ``max-tokens`` finish."""
-        if self.finish.kind == "max-tokens":
-            return [block for block in self.blocks if block.type != "tool-call"]
-        return list(self.blocks)
-
-    def dicts(self) -> list[dict[str, Any]]:
-        """The chunks in their JSON (camelCase dict) form."""
-        return [chunk.to_dict() for chunk in self.chunks]
+    return register
 
 
 def rules_for(profile: str = "strict") -> list[str]:
     """The rule ids ``profile`` applies (the ones ``invalid_streams(profile)`` can break)."""
     return [rule.id for rule in RULES.values() if profile in rule.profiles]
-
-
-# --- content ------------------------------------------------------------------
-
-_TRICKY = [
-    "サンプル",
-    " 教程",
-    "👩‍💻",
-    "🇯🇵",
-    "e\u0301",
-    "é",
-    "한국어",
-    "𝄞",
-    "\n",
-    " ",
-    "a",
-    "\\",
-    '"',
-    "{",
-    "}",
-    "\t",
-]
-_texts = st.one_of(
-    st.text(max_size=30),
-    st.lists(st.sampled_from(_TRICKY), max_size=8).map("".join),
-)
-_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,15}", fullmatch=True)
-_json_leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(10**12), max_value=10**12),
-    st.floats(allow_nan=False, allow_infinity=False),
-    _texts,
-)
-_json_value = st.recursive(
-    _json_leaf,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8,
-)
-_json_objects = st.dictionaries(st.text(max_size=8), _json_value, max_size=4)
-_failure_codes = st.sampled_from(
-    ["SERVER", "TIMEOUT", "TRANSPORT", "ABORTED", "STREAM_CLOSED", "RATE_LIMIT", "CONTENT_FILTER", "UNKNOWN"]
-)
-
-
-@st.composite
-def _arguments(draw: st.DrawFn) -> str:
-    obj = draw(_json_objects)
-    compact = draw(st.booleans())
-    return json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=(",", ":") if compact else None)
-
-
-def _split(draw: st.DrawFn, text: str, *, allow_none: bool = False) -> list[str]:
-    """Cut ``text`` at arbitrary code-point offsets (empty pieces allowed)."""
-    if allow_none and text == "" and draw(st.booleans()):
-        return []
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
-
-
-@st.composite
-def _usages(draw: st.DrawFn) -> TokenUsage:
-    counts = st.integers(min_value=0, max_value=2_000_000)
-    optional = st.none() | counts
-    return TokenUsage(
-        input_tokens=draw(counts),
-        output_tokens=draw(counts),
-        cache_read_tokens=draw(optional),
-        cache_write_tokens=draw(optional),
-        reasoning_tokens=draw(optional),
-    )
-
-
-@st.composite
-def _failures(draw: st.DrawFn) -> LlmFailure:
-    return LlmFailure(
-        message=draw(st.text(min_size=1, max_size=30)),
-        code=draw(_failure_codes),
-        status=draw(st.none() | st.integers(100, 599)),
-        provider_retry_after_ms=draw(st.none() | st.floats(min_value=1, max_value=60_000)),
-        request_id=draw(st.none() | st.text(min_size=1, max_size=12)),
-    )
-
-
-# --- streams ------------------------------------------------------------------
-
-
-@dataclass
-class _Built:
-    """One block's chunk sequence and the block it streams."""
-
-    index: int
-    chunks: list[AnyChunk]
-    block: AnyBlock
-    is_open: bool
-
-
-def _build_block(
-    draw: st.DrawFn, index: int, kind: str, number: int, *, cut: bool, leave_open: bool
-) -> _Built:
-    chunks: list[AnyChunk] = [BlockStart(index=index, block_type=kind)]  # type: ignore[arg-type]
-    if kind in ("text", "reasoning"):
-        text = draw(_texts)
-        pieces = _split(draw, text, allow_none=not leave_open)
-        if leave_open and pieces:
-            pieces = pieces[: draw(st.integers(0, len(pieces)))]
-            text = "".join(pieces)
-        delta = TextDelta if kind == "text" else ReasoningDelta
-        chunks.extend(delta(index=index, text=piece) for piece in pieces)
-        block: AnyBlock = TextBlock(text=text) if kind == "text" else ReasoningBlock(text=text)
-    else:
-        call_id = f"call_{number}_{draw(st.text('abcxyz0123', max_size=4))}"
-        name = draw(_names)
-        arguments = draw(_arguments())
-        if cut:  # cut inside the JSON, as max-tokens or a failure leaves it
-            arguments = arguments[: draw(st.integers(0, max(0, len(arguments) - 1)))]
-        pieces = _split(draw, arguments)
-        if leave_open:
-            pieces = pieces[: draw(st.integers(0, len(pieces)))]
-            arguments = "".join(pieces)
-        repeat_name = draw(st.booleans())
-        chunks.extend(
-            ToolCallDelta(
-                index=index, id=call_id, name=name if k == 0 or repeat_name else None, arguments_delta=piece
-            )
-            for k, piece in enumerate(pieces)
-        )
-        if leave_open and not pieces:  # what an assembler makes of a call that never streamed
-            block = ToolCallBlock(id=f"call-{index}", name="", arguments="")
-        else:
-            block = ToolCallBlock(id=call_id, name=name, arguments=arguments)
-    if not leave_open:
-        chunks.append(BlockEnd(index=index, block=block))
-    return _Built(index, chunks, block, leave_open)
-
-
-@st.composite
-def _streams(
-    draw: st.DrawFn,
-    *,
-    profile: str = "strict",
-    finish_kinds: Sequence[str] = _ALL_KINDS,
-    block_kinds: Sequence[str] = _BLOCK_KINDS,
-    min_blocks: int = 0,
-    max_blocks: int = 5,
-    need: str | None = None,
-    usage: str = "maybe",
-    allow_open: bool = True,
-    allow_cut: bool = True,
-) -> GeneratedStream:
-    kind = draw(st.sampled_from(list(finish_kinds)))
-    wanted = "tool-call" if kind == "tool-calls" else need
-    low = max(min_blocks, 1 if kind == "stop" or wanted else 0)
-    count = draw(st.integers(low, max(low, max_blocks)))
-    kinds = draw(st.lists(st.sampled_from(list(block_kinds)), min_size=count, max_size=count))
-    if wanted is not None and wanted not in kinds:
-        kinds[draw(st.integers(0, count - 1))] = wanted
-    last = count - 1
-    # Only the last block may be left open (error/aborted) or cut (its JSON, when a tool call).
-    leave_open = allow_open and kind in _FAILING and count > 0 and draw(st.booleans())
-    cut = (
-        allow_cut
-        and kind in ("max-tokens", *_FAILING)
-        and count > 0
-        and kinds[last] == "tool-call"
-        and kinds.count("tool-call") > (1 if need == "tool-call" else 0)
-        and draw(st.booleans())
-    )
-    if profile == "dsh":
-        indexes = draw(st.lists(st.integers(0, 50), min_size=count, max_size=count, unique=True))
-    else:
-        indexes = list(range(count))
-    built = [
-        _build_block(
-            draw,
-            indexes[k],
-            kinds[k],
-            k,
-            cut=cut and k == last and not leave_open,
-            leave_open=leave_open and k == last,
-        )
-        for k in range(count)
-    ]
-    if profile == "dsh" and count > 1 and draw(st.booleans()):
-        sequence, order = _interleave(draw, built)
-    else:
-        sequence = [chunk for part in built for chunk in part.chunks]
-        order = built
-    blocks = [part.block for part in order]
-    want_usage = usage == "always" or (
-        usage == "maybe" and ((kind in _OK_KINDS and profile == "strict") or draw(st.booleans()))
-    )
-    drawn_usage = draw(_usages()) if want_usage else None
-    if drawn_usage is not None:
-        sequence.insert(draw(st.integers(0, len(sequence))), Usage(usage=drawn_usage))
-    failure = draw(_failures()) if kind in _FAILING else None
-    reason = FinishReason(kind=kind, failure=failure)  # type: ignore[arg-type]
-    replay_states = st.fixed_dictionaries({"response": st.fixed_dictionaries({"id": st.text(max_size=8)})})
-    replay = draw(st.none() | replay_states)
-    sequence.append(Finish(reason=reason, replay_state=replay))
-    return GeneratedStream(
-        chunks=sequence,
-        blocks=blocks,
-        usage=drawn_usage,
-        finish=reason,
-        open_indexes=tuple(part.index for part in built if part.is_open),
-        profile=profile,
-    )
-
-
-def _interleave(draw: st.DrawFn, built: list[_Built]) -> tuple[list[AnyChunk], list[_Built]]:
-    """Merge the blocks' chunk sequences at random, each block's own order kept (dsh allows it)."""
-    queues = [list(part.chunks) for part in built]
-    positions = [0] * len(built)
-    merged: list[AnyChunk] = []
-    order: list[_Built] = []
-    while True:
-        ready = [k for k, queue in enumerate(queues) if positions[k] < len(queue)]
-        if not ready:
-            break
-        k = draw(st.sampled_from(ready))
-        if positions[k] == 0:
-            order.append(built[k])
-        merged.append(queues[k][positions[k]])
-        positions[k] += 1
-    return merged, order
-
-
-def valid_streams(profile: str = "strict", *, max_blocks: int = 5) -> st.SearchStrategy[GeneratedStream]:
-    """Streams that check clean under ``profile`` (``strict`` streams are clean under ``dsh`` too).
-
-    Any number of text, reasoning and tool-call blocks (up to ``max_blocks``),
-    deltas split at arbitrary points, optional usage fields, every finish kind:
-    ``error``/``aborted`` with a failure and possibly the last block left open
-    (cut mid-JSON when a tool call), ``max-tokens`` with possibly the last tool
-    call's JSON cut short. ``dsh`` streams also use arbitrary distinct indexes
-    and may interleave blocks.
-    """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}")
-    return _streams(profile=profile, max_blocks=max_blocks)
-
-
-# --- one broken rule ------------------------------------------------------------
-
-_Mutation = Callable[[st.DrawFn, str], list[Any]]
 
 
 def _pick(draw: st.DrawFn, items: Sequence[int]) -> int:
@@ -368,7 +88,7 @@ def _closed(stream: GeneratedStream, kind: str | None = None) -> list[int]:
 
 
 def _base(draw: st.DrawFn, profile: str, **kwargs: Any) -> GeneratedStream:
-    return draw(_streams(profile=profile, **kwargs))
+    return draw(streams(profile=profile, **kwargs))
 
 
 def _mutable(stream: GeneratedStream) -> list[Any]:
@@ -379,10 +99,11 @@ def _before_finish(draw: st.DrawFn, chunks: list[Any]) -> int:
     return draw(st.integers(0, len(chunks) - 1))
 
 
+@breaks("block-pairing")
 def _break_block_pairing(draw: st.DrawFn, profile: str) -> list[Any]:
     variant = draw(st.sampled_from(["duplicate-end", "drop-end", "stray-end"]))
     if variant == "drop-end":
-        stream = _base(draw, profile, finish_kinds=_OK_KINDS, min_blocks=1, usage="always")
+        stream = _base(draw, profile, finish_kinds=OK_KINDS, min_blocks=1, usage="always")
         chunks = _mutable(stream)
         ends = _where(chunks, BlockEnd)
         # strict: only the last block's end (an earlier one would make the next start interleave).
@@ -401,6 +122,7 @@ def _break_block_pairing(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("index-order")
 def _break_index_order(draw: st.DrawFn, profile: str) -> list[Any]:
     variants = ["repeat-start", "negative"] + (["skip", "reuse"] if profile == "strict" else [])
     variant = draw(st.sampled_from(variants))
@@ -429,6 +151,7 @@ def _reindex(chunk: Any, index: int) -> Any:
     return chunk.model_copy(update={"index": index})
 
 
+@breaks("arguments-json")
 def _break_arguments_json(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, finish_kinds=("stop", "tool-calls"), need="tool-call", usage="always")
     chunks = _mutable(stream)
@@ -452,6 +175,7 @@ def _break_arguments_json(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("finish-last")
 def _break_finish_last(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
@@ -466,6 +190,7 @@ def _break_finish_last(draw: st.DrawFn, profile: str) -> list[Any]:
     return [*chunks, extra]
 
 
+@breaks("usage-before-finish")
 def _break_usage_before_finish(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
@@ -476,6 +201,7 @@ def _break_usage_before_finish(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("delta-index")
 def _break_delta_index(draw: st.DrawFn, profile: str) -> list[Any]:
     variant = draw(st.sampled_from(["unknown-index", "straggler", "wrong-kind"]))
     if variant == "unknown-index":
@@ -492,7 +218,7 @@ def _break_delta_index(draw: st.DrawFn, profile: str) -> list[Any]:
     if variant == "straggler":
         chunks.insert(draw(st.integers(end_at + 1, len(chunks) - 1)), _delta_of(draw, kind, index))
         return chunks
-    other = draw(st.sampled_from([k for k in _BLOCK_KINDS if k != kind]))
+    other = draw(st.sampled_from([k for k in BLOCK_KINDS if k != kind]))
     # strict: inside its own block's span, so no other block is open there
     chunks.insert(draw(st.integers(start_at + 1, end_at)), _delta_of(draw, other, index))
     return chunks
@@ -503,7 +229,7 @@ def _kind_of(chunks: list[Any], index: int) -> str:
 
 
 def _delta_of(draw: st.DrawFn, kind: str, index: int) -> AnyChunk:
-    text = draw(_texts)
+    text = draw(texts)
     if kind == "text":
         return TextDelta(index=index, text=text)
     if kind == "reasoning":
@@ -512,9 +238,10 @@ def _delta_of(draw: st.DrawFn, kind: str, index: int) -> AnyChunk:
 
 
 def _stray_delta(draw: st.DrawFn, index: int) -> AnyChunk:
-    return _delta_of(draw, draw(st.sampled_from(_BLOCK_KINDS)), index)
+    return _delta_of(draw, draw(st.sampled_from(BLOCK_KINDS)), index)
 
 
+@breaks("no-interleave")
 def _break_no_interleave(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, min_blocks=2, usage="always")
     chunks = _mutable(stream)
@@ -528,6 +255,7 @@ def _break_no_interleave(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("block-end-match")
 def _break_block_end_match(draw: st.DrawFn, profile: str) -> list[Any]:
     variants = ["type"] + (["content"] if profile == "strict" else [])
     variant = draw(st.sampled_from(variants))
@@ -557,6 +285,7 @@ def _break_block_end_match(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("tool-call-id")
 def _break_tool_call_id(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, need="tool-call", allow_open=False, usage="always")
     chunks = _mutable(stream)
@@ -591,6 +320,7 @@ def _break_tool_call_id(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("tool-call-name")
 def _break_tool_call_name(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, need="tool-call", allow_open=False, usage="always")
     chunks = _mutable(stream)
@@ -602,6 +332,7 @@ def _break_tool_call_name(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("finish-consistency")
 def _break_finish_consistency(draw: st.DrawFn, profile: str) -> list[Any]:
     if draw(st.booleans()):
         stream = _base(
@@ -612,10 +343,11 @@ def _break_finish_consistency(draw: st.DrawFn, profile: str) -> list[Any]:
             usage="always",
         )
         return [*stream.chunks[:-1], Finish(reason=FinishReason(kind="tool-calls"))]
-    stream = _base(draw, profile, max_blocks=0, finish_kinds=("max-tokens", *_FAILING), usage="always")
+    stream = _base(draw, profile, max_blocks=0, finish_kinds=("max-tokens", *FAILING), usage="always")
     return [*stream.chunks[:-1], Finish(reason=FinishReason(kind="stop"))]
 
 
+@breaks("usage-valid")
 def _break_usage_valid(draw: st.DrawFn, profile: str) -> list[Any]:
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
@@ -630,8 +362,9 @@ def _break_usage_valid(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
+@breaks("usage-missing")
 def _break_usage_missing(draw: st.DrawFn, profile: str) -> list[Any]:
-    stream = _base(draw, profile, finish_kinds=_OK_KINDS, usage="always")
+    stream = _base(draw, profile, finish_kinds=OK_KINDS, usage="always")
     return [chunk for chunk in stream.chunks if type(chunk) is not Usage]
 
 
@@ -650,11 +383,12 @@ _MALFORMED: list[Any] = [
 ]
 
 
+@breaks("schema")
 def _break_schema(draw: st.DrawFn, profile: str) -> list[Any]:
     if draw(st.integers(0, 4)) == 0:
         # an error finish without its failure: well-typed fields, wrong shape
-        stream = _base(draw, profile, finish_kinds=_OK_KINDS, allow_open=False, usage="always")
-        kind = draw(st.sampled_from(_FAILING))
+        stream = _base(draw, profile, finish_kinds=OK_KINDS, allow_open=False, usage="always")
+        kind = draw(st.sampled_from(FAILING))
         return [*stream.chunks[:-1], Finish(reason=FinishReason(kind=kind))]  # type: ignore[arg-type]
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
@@ -662,39 +396,37 @@ def _break_schema(draw: st.DrawFn, profile: str) -> list[Any]:
     return chunks
 
 
-_MUTATIONS: dict[str, _Mutation] = {
-    "block-pairing": _break_block_pairing,
-    "index-order": _break_index_order,
-    "arguments-json": _break_arguments_json,
-    "finish-last": _break_finish_last,
-    "usage-before-finish": _break_usage_before_finish,
-    "delta-index": _break_delta_index,
-    "no-interleave": _break_no_interleave,
-    "block-end-match": _break_block_end_match,
-    "tool-call-id": _break_tool_call_id,
-    "tool-call-name": _break_tool_call_name,
-    "finish-consistency": _break_finish_consistency,
-    "usage-valid": _break_usage_valid,
-    "usage-missing": _break_usage_missing,
-    "schema": _break_schema,
-}
+def _example(rule_id: str) -> list[Any]:
+    """The rule's smallest breaking example as chunk models (a chunk that does not parse stays as it is)."""
+    chunks: list[Any] = []
+    for chunk in RULES[rule_id].example:
+        try:
+            chunks.append(parse_chunk(chunk))
+        except ValidationError:
+            chunks.append(chunk)
+    return chunks
 
 
 @st.composite
 def _invalid(draw: st.DrawFn, profile: str, rules: Sequence[str]) -> tuple[list[Any], str]:
     rule = draw(st.sampled_from(list(rules)))
-    return _MUTATIONS[rule](draw, profile), rule
+    # The example first, so that shrinking ends at the smallest stream that breaks the rule.
+    if draw(st.integers(0, 9)) == 0:
+        return _example(rule), rule
+    return MUTATIONS[rule](draw, profile), rule
 
 
 def invalid_streams(
     profile: str = "strict", rules: Sequence[str] | None = None
 ) -> st.SearchStrategy[tuple[list[Any], str]]:
-    """``(chunks, rule_id)``: a valid stream with one mutation that breaks exactly rule ``rule_id``.
+    """``(chunks, rule_id)``: a stream that breaks exactly rule ``rule_id``.
 
-    Checking ``chunks`` under ``profile`` reports that rule and no other
-    (possibly at more than one chunk). ``rules`` narrows the rules drawn
-    (default: every rule ``profile`` applies). Chunks are models, except the
-    malformed entries of ``schema`` cases (dicts and other values).
+    Either the rule's smallest breaking example (``RULES[rule_id].example``)
+    or a valid stream with one mutation. Checking ``chunks`` under ``profile``
+    reports that rule and no other (possibly at more than one chunk).
+    ``rules`` narrows the rules drawn (default: every rule ``profile``
+    applies). Chunks are models, except the malformed entries of ``schema``
+    cases (dicts and other values).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}")
