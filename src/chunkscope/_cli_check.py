@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from ._cli_inputs import (
     PROFILE_CHOICES,
     InputError,
-    LoadedStream,
     analyze,
     load_streams,
     pipe_safe,
@@ -34,6 +33,7 @@ from ._cli_inputs import (
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult, Violation
+    from chunkscope.sources import LoadedStream
 
 __all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
 

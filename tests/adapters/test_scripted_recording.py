@@ -18,7 +18,7 @@ from chunkscope.adapters.scripted import ScriptedAdapter
 from chunkscope.protocol import check, collect
 from chunkscope.protocol._chunks import AnyChunk, parse_chunk
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._jsonl import ChunkFileError
+from chunkscope.sources import ChunkFileError
 
 EXAMPLE = [
     {"type": "block-start", "index": 0, "blockType": "text"},

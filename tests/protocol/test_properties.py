@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from chunkscope.protocol import BlockAssembler, check, read_chunks, write_chunks
+from chunkscope.protocol import BlockAssembler, check
+from chunkscope.sources import read_chunks, write_chunks
 from chunkscope.testing import GeneratedStream, invalid_streams, rules_for, valid_streams
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
