@@ -145,6 +145,8 @@ class _Reader:
                 break
             for raw in batch:
                 number += 1
+                if not raw:
+                    continue  # a blank line: nothing to read (a block of only blank lines is a count)
                 self.line = number
                 try:
                     text = raw.decode("utf-8")
