@@ -108,3 +108,37 @@ def test_a_turn_end_without_turn_ends_the_current_turn_instead_of_refusing_the_f
     with pytest.raises(DshLogError) as caught:
         read_dsh_session(bad)
     assert caught.value.code == "record" and caught.value.line == 2
+
+
+@pytest.mark.timeout(120)
+def test_the_reader_keeps_a_constant_small_memory_per_logged_delta(tmp_path: Path) -> None:
+    # one event per line (packChunks off), the layout that keeps the most per line; measured in a child
+    code = (
+        "import sys, tracemalloc\n"
+        "from chunkscope.sources.dsh import DshLogWriter, read_dsh_session\n"
+        "def stream(n):\n"
+        "    deltas = [{'type': 'text-delta', 'index': 0, 'text': 'tok%d' % i} for i in range(n)]\n"
+        "    return [{'type': 'block-start', 'index': 0, 'blockType': 'text'}, *deltas,\n"
+        "            {'type': 'finish', 'reason': {'kind': 'stop'}}]\n"
+        "def kept(path, steps):\n"
+        "    with DshLogWriter(path, packed=False) as log:\n"
+        "        for step in range(1, steps + 1):\n"
+        "            log.step(1, step, stream(40))\n"
+        "    tracemalloc.start()\n"
+        "    session = read_dsh_session(path)\n"
+        "    held = tracemalloc.get_traced_memory()[0]\n"
+        "    tracemalloc.stop()\n"
+        "    return held, session.lines\n"
+        "small, small_lines = kept(sys.argv[1] + '/a.jsonl', 200)\n"
+        "big, big_lines = kept(sys.argv[1] + '/b.jsonl', 1000)\n"
+        "print(round((big - small) / (big_lines - small_lines)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    per_line = int(done.stdout)  # bytes kept per extra line: the slope, whatever the fixed costs
+    assert per_line < 350, f"{per_line} bytes kept per line (a parsed dict per line is ~600)"

@@ -37,6 +37,8 @@ def message_usage(data: dict[str, Any]) -> TokenUsage | None:
 
 _NO_TIME = float("-inf")
 
+_MODEL_OF_TYPE: dict[str, type[Any]] = {"text-delta": TextDelta, "reasoning-delta": ReasoningDelta}
+
 _DELTA_OF_ROW: dict[str, tuple[type[Any], str]] = {
     "text-chunks": (TextDelta, "text-delta"),
     "reasoning-chunks": (ReasoningDelta, "reasoning-delta"),
@@ -54,13 +56,17 @@ def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | N
     foreign = False
     last = _NO_TIME
     for item in items:
-        if len(item) == 2:
-            t, obj = item
-            try:
-                add(parse_chunk(obj))
-            except ValidationError:
-                add(obj)
-                foreign = True
+        if len(item) != 3:
+            if len(item) == 2:
+                t, obj = item
+                try:
+                    add(parse_chunk(obj))
+                except ValidationError:
+                    add(obj)
+                    foreign = True
+            else:  # a plain delta the reader kept as (t, type, index, text), its fields type-checked
+                t, chunk_type, index, text = item
+                add(trusted(_MODEL_OF_TYPE[chunk_type], {"type": chunk_type, "index": index, "text": text}))
             if t is None and last != _NO_TIME:
                 t = last  # a synthesized finish with no time of its own: when the log last spoke
             if t is not None:

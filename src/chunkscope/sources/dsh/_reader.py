@@ -287,7 +287,20 @@ class _Reader:
         attempt = self.open.get(key)
         if attempt is None:
             attempt = self._attempt(key, time)
-        attempt._items.append((time if _is_time(time) else None, chunk))
+        t = time if _is_time(time) else None
+        if (
+            type(chunk) is dict
+            and len(chunk) == 3
+            and type(chunk.get("type")) is str  # (a list would be unhashable)
+            and (compact := _COMPACT.get(chunk["type"])) is not None
+            and type(chunk.get("index")) is int
+            and type(chunk.get("text")) is str
+        ):
+            # A plain text/reasoning delta, most of a log: kept as a 4-tuple, not its parsed dict
+            # (~150 bytes a line instead of ~600), and built without re-validation when materialized.
+            attempt._items.append((t, compact, chunk["index"], chunk["text"]))
+        else:
+            attempt._items.append((t, chunk))
         if type(chunk) is dict and chunk.get("type") == "usage":
             attempt._usage_chunk = True
         elif type(chunk) is dict and chunk.get("type") == "finish":
@@ -540,6 +553,8 @@ def _refused(problem: JsonProblem) -> _BadRecord:
 
 
 _PACKED = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+# a plain delta's type, kept as one shared string rather than one per line
+_COMPACT: dict[str, str] = {"text-delta": "text-delta", "reasoning-delta": "reasoning-delta"}
 _FLAT_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-call-delta", "block-start", "usage"})
 _FLAT_BLOCKS = frozenset({"text", "reasoning", "tool-call"})  # their fields are strings
 _STR = frozenset({str})
