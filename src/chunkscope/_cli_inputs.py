@@ -95,11 +95,7 @@ def read_bounded(path: str, limit: int = 16 * 1024 * 1024) -> bytes:
 
 def replay_items(stream: LoadedStream) -> Iterator[Any]:
     """The recorded chunks, then the recorded failure raised as ``LlmError`` (as the stream did)."""
-    from chunkscope import LlmError
-
-    yield from stream.chunks
-    if stream.error is not None:
-        raise LlmError.from_failure(stream.error)
+    return stream.replay()
 
 
 # C0/C1 controls (ESC starts terminal escape sequences), DEL, the bidirectional overrides that can

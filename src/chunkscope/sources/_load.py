@@ -23,11 +23,12 @@ from __future__ import annotations
 import io
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from chunkscope.protocol._chunks import LlmFailure
+from chunkscope.protocol._errors import LlmError
 
 from ._detect import detect_kind, is_zstd
 from ._errors import DshLogError, UnreadableSourceError
@@ -66,6 +67,13 @@ class LoadedStream:
     def name(self) -> str:
         """The file, and the stream's label when it has one."""
         return f"{self.path} [{self.label}]" if self.label else self.path
+
+    def replay(self) -> Iterator[Any]:
+        """The recorded chunks, then the recorded failure raised as ``LlmError`` (as the stream did):
+        what ``collect`` or a timeline consumes to see the stream as it happened."""
+        yield from self.chunks
+        if self.error is not None:
+            raise LlmError.from_failure(self.error)
 
 
 class _Counted(io.RawIOBase):
