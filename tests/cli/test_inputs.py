@@ -165,3 +165,14 @@ def test_a_plain_session_log_named_zstd_is_read_as_plain(
     named.write_bytes(path.read_bytes())
     assert main(["check", str(named)]) == 0
     assert "corrupt" not in capsys.readouterr().err
+
+
+def test_a_zstd_log_without_zstandard_installed_is_one_line_naming_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_session_log(tmp_path / "session.jsonl.zstd", compress=True)
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as on an install without the extra
+    code = main(["check", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert 'pip install "chunkscope[usage]"' in err and str(path) in err
