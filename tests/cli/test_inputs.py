@@ -104,17 +104,17 @@ def test_usage_reads_a_session_log_and_its_prices_from_pipes(
 
 @pytest.mark.timeout(60)
 def test_prices_from_dev_zero_are_refused_within_a_bounded_memory() -> None:
-    # a child process, so its peak memory is its own (ru_maxrss, KiB on Linux)
+    # a child process, so its peak memory is its own: VmHWM (ru_maxrss would keep the forking parent's)
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from chunkscope.cli import main\n"
         "status = main(['usage', 'nothing.jsonl', '--prices', '/dev/zero'])\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        "peak = int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) // 1024\n"
         "print(status, peak)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": SRC},
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": SRC},  # a clean environment: its own peak,
         capture_output=True,
         text=True,
         timeout=50,
