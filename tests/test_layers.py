@@ -23,26 +23,31 @@ PACKAGE = SRC / "chunkscope"
 # layer -> the chunkscope layers it may import (itself included)
 MAY_IMPORT: dict[str, set[str]] = {
     "protocol": {"protocol"},
-    "adapters": {"protocol", "adapters"},
+    # every stream stored on disk: reads protocol's vocabulary, nothing of the layers that use it
+    "sources": {"protocol", "sources"},
+    "adapters": {"protocol", "sources", "adapters"},
     "runtime": {"protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
     "provider": {"protocol", "provider"},
-    "usage": {"protocol", "adapters", "usage"},
+    "usage": {"protocol", "sources", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance_kit": {"protocol", "adapters", "provider", "conformance_kit"},
     "testing": {"protocol", "testing"},
     "notebook": {
-        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook"
+        "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing",
+        "notebook",
     },
     "cli": {
-        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook",
-        "cli", "face",
+        "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing",
+        "notebook", "cli", "face",
     },
 }
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
 LIBRARIES: dict[str, set[str] | None] = {
     "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
+    # zstandard: compressed session logs, imported lazily (a one-line error names the extra)
+    "sources": {"pydantic", "pydantic_core", "typing_extensions", "zstandard"},
     "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
     # nest_asyncio: the sync face (generate_sync/run_sync) inside a running Jupyter loop, imported lazily.
     "runtime": {
@@ -52,7 +57,7 @@ LIBRARIES: dict[str, set[str] | None] = {
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions"},
     "usage": {
         "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",
-        "zstandard", "dask", "distributed",
+        "dask", "distributed",
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
@@ -184,3 +189,104 @@ def test_the_provider_may_not_import_the_adapters_it_judges() -> None:
 
 def test_every_module_has_a_layer() -> None:
     assert {path.name for path in SOURCES if layer_of_file(path) not in MAY_IMPORT} == set()
+
+
+def test_sources_read_nothing_of_the_layers_that_use_them_not_even_inside_a_function() -> None:
+    source = (
+        "def frame(session):\n"
+        "    from chunkscope.usage._log import UsageLog\n"
+        "    from ...adapters.scripted import parse_or_keep\n"
+        "    import pandas\n"
+        "    return UsageLog, parse_or_keep, pandas\n"
+    )
+    found = problems("chunkscope/sources/dsh/_probe.py", "sources", source, "chunkscope.sources.dsh")
+    assert [problem.split(" imports ")[1] for problem in found] == [
+        "chunkscope.usage._log (layer usage)",
+        "chunkscope.adapters.scripted (layer adapters)",
+        "pandas (a library layer sources may not use)",
+    ]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(files: list[Path]) -> dict[str, set[str]]:
+    """module -> the chunkscope modules it imports anywhere in its text (functions included).
+
+    ``from package import name`` counts as importing ``package.name`` when that is a module.
+    Imports of a package's face (``__init__``) are left out: a face imports its own modules by
+    design, and a module reaching its own face is not a cycle of logic.
+    """
+    modules = {_module_name(path): path for path in files}
+    faces = {name for name, path in modules.items() if path.name == "__init__.py"}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                _, base = next(imports_of(ast.unparse(node), package))
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            graph[name].update(t for t in targets if t in modules and t not in faces and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+# Known, owned elsewhere: UsageLog builds its ParquetSink lazily and the sink records into a UsageLog.
+KNOWN_CYCLES = [["chunkscope.usage._log", "chunkscope.usage._parquet"]]
+
+
+def test_no_import_closes_a_cycle_function_level_imports_included() -> None:
+    assert cycles(import_graph([*SOURCES, PACKAGE / "__init__.py"])) == KNOWN_CYCLES
+
+
+def test_the_cycle_scan_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -45,8 +45,6 @@ def test_design_doc_protocol_names_are_public() -> None:
         "CallId",
         "parse_chunk",
         "chunk_to_dict",
-        "read_chunks",
-        "write_chunks",
         "LlmError",
         "ERROR_CODES",
         "error_chain",
@@ -60,6 +58,12 @@ def test_design_doc_protocol_names_are_public() -> None:
     ):
         assert name in chunkscope.__all__
         assert getattr(chunkscope, name) is getattr(protocol, name)
+    # chunk logs are a stream stored on disk: the sources layer reads and writes them
+    from chunkscope import sources
+
+    for name in ("read_chunks", "write_chunks", "ChunkFileError"):
+        assert name in chunkscope.__all__
+        assert getattr(chunkscope, name) is getattr(sources, name)
 
 
 def test_importing_the_protocol_layer_pulls_in_no_jupyter_or_pandas() -> None:

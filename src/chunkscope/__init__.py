@@ -29,10 +29,17 @@ _EXPORTS: dict[str, str] = {
             "LlmError", "ERROR_CODES", "ErrorCode", "error_chain", "MissingExtraError",
             "check", "validated", "ValidatedStream", "Violation", "RULES", "Rule", "Checker", "PROFILES",
             "BlockAssembler", "StreamInspector", "collect", "StreamResult", "Timings",
-            "read_chunks", "write_chunks", "ChunkFileError",
             "UsageSink",
         ],
         ".protocol",
+    ),
+    # sources: every stream stored on disk, and their one error family
+    **dict.fromkeys(
+        [
+            "read_chunks", "write_chunks", "ChunkFileError", "RecordingFileError", "SourceError",
+            "load_streams",
+        ],
+        ".sources",
     ),
     # adapters
     **dict.fromkeys(
@@ -152,7 +159,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol import BlockStart as BlockStart
     from .protocol import CallId as CallId
     from .protocol import Checker as Checker
-    from .protocol import ChunkFileError as ChunkFileError
     from .protocol import ChunkLike as ChunkLike
     from .protocol import ContentBlock as ContentBlock
     from .protocol import ErrorCode as ErrorCode
@@ -187,9 +193,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol import parse_block as parse_block
     from .protocol import parse_chunk as parse_chunk
     from .protocol import parse_message as parse_message
-    from .protocol import read_chunks as read_chunks
     from .protocol import validated as validated
-    from .protocol import write_chunks as write_chunks
     from .provider import SCENARIOS as SCENARIOS
     from .provider import LocalProvider as LocalProvider
     from .provider import Scenario as Scenario
@@ -218,6 +222,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .runtime import ToolOutcome as ToolOutcome
     from .runtime import ToolResultEvent as ToolResultEvent
     from .runtime import tool as tool
+    from .sources import ChunkFileError as ChunkFileError
+    from .sources import RecordingFileError as RecordingFileError
+    from .sources import SourceError as SourceError
+    from .sources import load_streams as load_streams
+    from .sources import read_chunks as read_chunks
+    from .sources import write_chunks as write_chunks
     from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
     from .usage import DshAttempt as DshAttempt
     from .usage import DshLogError as DshLogError

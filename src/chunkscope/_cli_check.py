@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from ._cli_inputs import (
     PROFILE_CHOICES,
     InputError,
-    LoadedStream,
     analyze,
     load_streams,
     pipe_safe,
@@ -34,6 +33,7 @@ from ._cli_inputs import (
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult, Violation
+    from chunkscope.sources import LoadedStream
 
 __all__ = ["CHECK_HELP", "add_check_parser", "run_check"]
 
@@ -130,6 +130,7 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
 
     reports: list[dict[str, Any]] = []
     unreadable = 0
+    unreadable_files: list[dict[str, str]] = []  # which files, and why, for --format json
     failed = 0
     for path in paths:
         try:
@@ -141,10 +142,12 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
         except InputError as exc:
             print(f"chunkscope check: {printable(str(exc))}", file=sys.stderr)
             unreadable += 1
+            unreadable_files.append({"path": path, "reason": str(exc)})
             continue
         except RecursionError:
             print(f"chunkscope check: {printable(path)}: JSON nested too deeply", file=sys.stderr)
             unreadable += 1
+            unreadable_files.append({"path": path, "reason": f"{path}: JSON nested too deeply"})
             continue
         for report, text in found:
             failed += report["errors"] > 0
@@ -157,6 +160,7 @@ def run_check(paths: list[str], *, profile: str = "strict", output: str = "text"
             "ok": failed == 0 and unreadable == 0,
             "streams": reports,
             "unreadable": unreadable,
+            "unreadable_files": unreadable_files,
         }
         # ASCII: any terminal or pipe carries it, and a lone surrogate read from a file stays escaped
         print(json.dumps(document, indent=2, allow_nan=False))

@@ -1,47 +1,30 @@
-"""What ``chunkscope check`` and ``chunkscope show`` read: the recorded streams in any file a user names.
+"""What ``chunkscope check``, ``show`` and ``usage`` read: the recorded streams in any file a user names.
 
-Three kinds of file are recognised by their first non-blank line:
-
-* a **recording** (``RecordingAdapter``'s JSONL): the header line
-  ``{"recording": "chunkscope", ...}``, then ``{"t", "chunk"}`` lines and maybe
-  one ``{"t", "error"}`` line;
-* a **chunk log** (``write_chunks`` / the TypeScript harness's JSONL): one chunk
-  object per line, the first one with a chunk ``type``;
-* a **DeepSeek Harness session log** (``session.jsonl``): the header line
-  ``{"type": "session", ...}``, then the harness's events; read by
-  ``chunkscope.read_dsh_session`` into one stream per model-call attempt. Its
-  zstd form (``session.jsonl.zstd``) is recognised by the zstd magic bytes,
-  before the binary-file refusal.
-
-:func:`detect_kind` is the one place that tells them apart, and a reader in
-:data:`_READERS` turns a file of each kind into the streams it holds (one for
-the first two, one per attempt for a session log). Every file is bounded
-before any reader sees it: a file over
-:data:`MAX_BYTES`, a binary file, text that is not UTF-8, JSON nested too deep
-or a line that is not JSON is an :class:`InputError` — one sentence naming the
-file (and line), never a traceback.
-
-A line of a chunk log that is JSON but not a chunk is *not* an input error: it
-is kept as it came and the rule checker reports it as a ``schema`` violation
-at its position, as it would in a live stream.
+The reading itself is ``chunkscope.sources.load_streams`` (the one entry
+point: chunk logs, recordings and DeepSeek Harness session logs, plain or
+zstd, told apart by their first bytes, each file read once as a stream, so a
+pipe or ``<(…)`` works). This module bounds it by :data:`MAX_BYTES` and turns
+its ``SourceError`` into an :class:`InputError` — one sentence naming the file
+(and line), never a traceback — and holds the command line's shared helpers.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 # The chunkscope layers load when a file is read, not at import: `chunkscope --help` and
 # `chunkscope lab` stay as quick to start as they were before these subcommands.
 if TYPE_CHECKING:
-    from chunkscope import LlmFailure, StreamResult
+    from chunkscope import StreamResult
+    from chunkscope.sources import ZSTD_MAGIC as ZSTD_MAGIC
+    from chunkscope.sources import LoadedStream as LoadedStream
+    from chunkscope.sources import detect_kind as detect_kind
 
 __all__ = [
     "MAX_BYTES",
@@ -55,252 +38,64 @@ __all__ = [
     "detect_kind",
     "load_streams",
     "printable",
+    "read_bounded",
     "replay_items",
 ]
 
 MAX_BYTES = 256 * 1024 * 1024
-"""The largest file ``check``/``show`` read (256 MiB): a bigger one is refused, not half-read."""
-
-_MAX_DEPTH_NOTE = "JSON nested too deeply"
+"""The most a file ``check``/``show``/``usage`` read (256 MiB, decompressed): a bigger one is refused,
+not half-read."""
 
 PROFILE_CHOICES = ("strict", "dsh")
 """``--profile`` choices: ``chunkscope.PROFILES``, spelled out so a parser needs no protocol import
 (tests/cli pins the two equal)."""
 
-CHUNK_TYPES = frozenset(
-    {"block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"}
-)
-"""The ``type`` of a chunk log's first line. Only these: other JSONL files with a ``type`` field
-(a DeepSeek Harness session log starts with ``{"type": "session", ...}``) are not chunk logs."""
+_FROM_SOURCES = frozenset({"LoadedStream", "ZSTD_MAGIC", "detect_kind"})
+
+
+def __getattr__(name: str) -> Any:
+    # The sources layer's names, loaded on first use (see the note on imports above).
+    if name in _FROM_SOURCES:
+        from chunkscope import sources
+
+        return getattr(sources, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class InputError(Exception):
-    """A file ``check``/``show`` cannot read; ``str()`` is one sentence naming the file (and line)."""
-
-
-@dataclass
-class LoadedStream:
-    """One recorded stream: its chunks as they came (dicts), times, metadata and recorded failure.
-
-    A file holds one or more (``load_streams``); ``name`` says which, for people.
-
-    ``times`` are seconds since the request began (a recording), else None (a chunk log
-    has no clock). ``error`` is the failure a recording's stream raised, at ``error_t``.
-    """
-
-    path: str
-    kind: str
-    chunks: list[Any] = field(default_factory=list)
-    label: str = ""
-    """Which stream of the file this is, for files that hold several ("" when it holds one)."""
-    times: list[float] | None = None
-    header: dict[str, Any] = field(default_factory=dict)
-    error: LlmFailure | None = None
-    error_t: float | None = None
-
-    @property
-    def name(self) -> str:
-        """The file, and the stream's label when it has one."""
-        return f"{self.path} [{self.label}]" if self.label else self.path
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _read_text(path: str) -> str:
-    """The file's text: bounded in size, refused when binary or not UTF-8."""
-    try:
-        size = os.stat(path).st_size
-        if os.path.isdir(path):
-            raise InputError(f"{path}: is a directory, not a file")
-        if size > MAX_BYTES:
-            raise InputError(f"{path}: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
-    except InputError:
-        raise
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:  # it grew while we looked
-        raise InputError(f"{path}: over the {MAX_BYTES:,}-byte limit")
-    if b"\x00" in data:
-        raise InputError(f"{path}: a binary file (it holds NUL bytes), not JSON lines")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{path}, line {line}: not UTF-8 text (byte {exc.start})") from None
-
-
-def _loads(text: str, path: str, number: int) -> Any:
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise InputError(f"{path}, line {number}: {_MAX_DEPTH_NOTE}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except ValueError as exc:
-        raise InputError(f"{path}, line {number}: not valid JSON ({exc})") from None
-
-
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, line
-
-
-def detect_kind(first: Any) -> str | None:
-    """The kind of file whose first non-blank line parses to ``first``: ``"recording"``,
-    ``"chunks"``, ``"dsh"`` (a DeepSeek Harness session log), or None when it is none of them.
-    """
-    if not isinstance(first, dict):
-        return None
-    if first.get("recording") == "chunkscope":
-        return "recording"
-    if first.get("type") in CHUNK_TYPES:
-        return "chunks"
-    if first.get("type") == "session":
-        return "dsh"
-    return None
-
-
-def _read_chunk_log(path: str, text: str) -> list[LoadedStream]:
-    chunks = [_loads(line, path, number) for number, line in _lines(text)]
-    return [LoadedStream(path=path, kind="chunks", chunks=chunks)]
-
-
-def _read_recording(path: str, text: str) -> list[LoadedStream]:
-    from chunkscope import ChunkFileError, ReplayAdapter
-
-    del text  # the recording format's own reader parses it, so the two cannot disagree
-    try:
-        recording = ReplayAdapter(path, speed=None).read()
-    except ChunkFileError as exc:
-        raise InputError(str(exc)) from None
-    except RecursionError:
-        raise InputError(f"{path}: {_MAX_DEPTH_NOTE}") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read the recording ({exc})") from None
-    chunks: list[Any] = []
-    times: list[float] = []
-    for t, chunk in recording.entries:
-        chunks.append(chunk if isinstance(chunk, dict) else chunk.to_dict())
-        times.append(t)
-    return [
-        LoadedStream(
-            path=path,
-            kind="recording",
-            chunks=chunks,
-            times=times,
-            header=dict(recording.header),
-            error=recording.error,
-            error_t=recording.error_t,
-        )
-    ]
-
-
-def _attempt_label(attempt: Any) -> str:
-    if attempt.kind == "compaction":
-        return f"compaction, line {attempt.line}"
-    return f"turn {attempt.turn} step {attempt.step} attempt {attempt.attempt}"
-
-
-def _read_dsh(path: str, text: str | None) -> list[LoadedStream]:
-    """A session log's attempts, one stream each (in the order the log started them)."""
-    from chunkscope import DshLogError, read_dsh_session
-
-    del text  # the session-log reader reads (and decompresses) the file itself, bounded per line
-    try:
-        session = read_dsh_session(path)
-    except DshLogError as exc:
-        raise InputError(
-            f"{path}, line {exc.line}: not a readable session log ({exc}) [{exc.code}]"
-        ) from None
-    except RecursionError:
-        raise InputError(f"{path}: {_MAX_DEPTH_NOTE}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    streams = []
-    for attempt in session.attempts:
-        result = attempt.result
-        timed = result.timings.first_chunk_s is not None and len(result.timings.chunk_times) == len(
-            result.chunks
-        )
-        header = {
-            "provider": attempt.provider or "unknown",
-            "model": attempt.model or "unknown",
-            "adapter": "DeepSeek Harness",
-            "session": session.id,
-            "call_id": attempt.call_id,
-            "attempt": attempt.attempt,
-            "final": attempt.final,
-        }
-        if attempt.started_ms is not None:
-            header["started_ms"] = attempt.started_ms
-        streams.append(
-            LoadedStream(
-                path=path,
-                kind="dsh",
-                chunks=list(result.chunks),
-                label=_attempt_label(attempt),
-                times=list(result.timings.chunk_times) if timed else None,
-                header=header,
-            )
-        )
-    if not streams:
-        raise InputError(f"{path}: a session log with no model call in it")
-    return streams
-
-
-# kind -> reader (path, the file's text) -> the streams it holds (a session log holds several)
-_READERS: dict[str, Callable[[str, str], list[LoadedStream]]] = {
-    "chunks": _read_chunk_log,
-    "recording": _read_recording,
-    "dsh": _read_dsh,
-}
-
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-"""The first four bytes of a zstd frame: a compressed session log (``session.jsonl.zstd``)."""
-
-
-def _is_zstd(path: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4) == ZSTD_MAGIC
-    except OSError:
-        return False  # _read_text names the problem
+    """A file the command line cannot read; ``str()`` is one sentence naming the file (and line)."""
 
 
 def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
     """Every recorded stream in ``path``, whatever its kind; ``InputError`` if it cannot be read."""
-    name = os.fspath(path)
-    if os.path.isfile(name) and _is_zstd(name):
-        size = os.stat(name).st_size
-        if size > MAX_BYTES:
-            raise InputError(f"{name}: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
-        return _read_dsh(name, None)
-    text = _read_text(name)
-    first = next(_lines(text), None)
-    if first is None:
-        raise InputError(f"{name}: empty file (no chunks, no recording header)")
-    kind = detect_kind(_loads(first[1], name, first[0]))
-    if kind is None:
-        raise InputError(
-            f"{name}, line {first[0]}: not a chunkscope recording (header line), a chunk log "
-            '(a chunk object, such as {"type": "block-start", ...}) '
-            'or a session log ({"type": "session", ...})'
-        )
-    return _READERS[kind](name, text)
+    from chunkscope.sources import SourceError
+    from chunkscope.sources import load_streams as load
+
+    try:
+        return load(path, max_bytes=MAX_BYTES)
+    except SourceError as exc:
+        raise InputError(str(exc)) from None
+    except ModuleNotFoundError as exc:  # zstandard, for a zstd log: the one line names the extra
+        raise InputError(f"{os.fspath(path)}: {exc}") from None
+
+
+def read_bounded(path: str, limit: int = 16 * 1024 * 1024) -> bytes:
+    """The bytes of ``path`` read once, as a stream (a pipe works), at most ``limit`` of them.
+
+    ``OSError`` if it cannot be opened or read, ``ValueError`` naming the limit when it holds more.
+    """
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "Is a directory", path)
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"over the {limit:,}-byte limit; not read")
+    return data
 
 
 def replay_items(stream: LoadedStream) -> Iterator[Any]:
     """The recorded chunks, then the recorded failure raised as ``LlmError`` (as the stream did)."""
-    from chunkscope import LlmError
-
-    yield from stream.chunks
-    if stream.error is not None:
-        raise LlmError.from_failure(stream.error)
+    return stream.replay()
 
 
 # C0/C1 controls (ESC starts terminal escape sequences), DEL, the bidirectional overrides that can

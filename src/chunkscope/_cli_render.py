@@ -25,10 +25,11 @@ from rich.text import Text
 
 from chunkscope import ERROR_CODES, ToolCallBlock
 
-from ._cli_inputs import LoadedStream, printable
+from ._cli_inputs import printable
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult
+    from chunkscope.sources import LoadedStream
 
 __all__ = ["COLORS", "MAX_ROWS", "render"]
 

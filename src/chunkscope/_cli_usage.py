@@ -27,11 +27,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import InputError, LoadedStream, analyze, load_streams, pipe_safe, printable, terse_errors
+from ._cli_inputs import (
+    InputError,
+    analyze,
+    load_streams,
+    pipe_safe,
+    printable,
+    read_bounded,
+    terse_errors,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
+
+    from chunkscope.sources import LoadedStream
 
 __all__ = ["USAGE_HELP", "add_usage_parser", "build_frame", "run_usage"]
 
@@ -102,10 +112,9 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
                     "(chunkscope record, RecordingAdapter) and session logs"
                 )
             if streams[0].kind == "dsh":
-                # the session-log reader's own record: call ids, attempts, retries and tags as in its frame
-                from chunkscope import read_dsh_session
-
-                read_dsh_session(path).record_into(log)
+                # the session-log reader's own record (the file is not read again: a pipe reads once):
+                # call ids, attempts, retries and tags as in its frame
+                streams[0].source.record_into(log)
                 continue
             for stream in streams:
                 _record(log, stream, _call_id(path, stream))
@@ -135,6 +144,11 @@ def _prices(path: str) -> Any:
     from chunkscope import PriceTable
 
     try:
+        if not os.path.isfile(path):
+            # a pipe, a FIFO, /dev/stdin, a device: read once and bounded, then read as a table
+            return _prices_from_stream(path)
+        if os.path.getsize(path) > MAX_PRICES_BYTES:
+            raise ValueError(f"over the {MAX_PRICES_BYTES:,}-byte limit; not read")
         return PriceTable.load(path)
     except OSError as exc:
         raise UsageArgumentError(f"--prices {path}: cannot read it ({exc.strerror or exc})") from None
@@ -145,6 +159,32 @@ def _prices(path: str) -> Any:
         # PriceTable.load names its file first; the flag's prefix already does
         message = message.removeprefix(f"{os.fspath(Path(path))}: ").removeprefix(f"{path}: ")
         raise UsageArgumentError(f"--prices {path}: {message}") from None
+
+
+MAX_PRICES_BYTES = 16 * 1024 * 1024
+"""The largest ``--prices`` file read (16 MiB: a price table is a few KiB)."""
+
+
+def _prices_from_stream(path: str) -> Any:
+    """A price table from a file that is not a regular one, read once (at most ``MAX_PRICES_BYTES``).
+
+    ``PriceTable.load`` reads a path by its suffix; the bytes are handed to it in a private
+    temporary file named ``.json`` when they start as JSON does, else ``.toml``.
+    """
+    import tempfile
+
+    from chunkscope import PriceTable
+
+    data = read_bounded(path, MAX_PRICES_BYTES)
+    suffix = ".toml" if path.lower().endswith(".toml") or not data.lstrip().startswith(b"{") else ".json"
+    with tempfile.TemporaryDirectory(prefix="chunkscope-prices-") as folder:
+        copy = os.path.join(folder, "prices" + suffix)
+        with open(copy, "wb") as handle:
+            handle.write(data)
+        try:
+            return PriceTable.load(copy)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(copy, path)) from None
 
 
 def _check_output(out: str | None) -> None:

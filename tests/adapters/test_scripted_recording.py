@@ -18,7 +18,7 @@ from chunkscope.adapters.scripted import ScriptedAdapter
 from chunkscope.protocol import check, collect
 from chunkscope.protocol._chunks import AnyChunk, parse_chunk
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._jsonl import ChunkFileError
+from chunkscope.sources import ChunkFileError
 
 EXAMPLE = [
     {"type": "block-start", "index": 0, "blockType": "text"},
@@ -239,6 +239,33 @@ async def test_recording_passes_task_cancellation_through_without_an_error_line(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert [line for line in read_lines(path) if "error" in line] == []
+
+
+@pytest.mark.parametrize("cut", [KeyboardInterrupt, asyncio.CancelledError])
+async def test_a_recording_cut_by_ctrl_c_ends_with_an_aborted_finish_so_check_blames_no_one(
+    tmp_path: Path, cut: type[BaseException]
+) -> None:
+    from chunkscope.sources import load_streams
+
+    path = tmp_path / "rec.jsonl"
+    calls = 0
+
+    async def interrupt_on_the_third_pause(seconds: float) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise cut
+
+    adapter = RecordingAdapter(ScriptedAdapter(EXAMPLE, delay=0.01, sleep=interrupt_on_the_third_pause), path)
+    with pytest.raises(cut):
+        async for _ in adapter.stream(opts()):
+            pass
+    lines = read_lines(path)
+    assert lines[-1]["synthesized"] is True and lines[-1]["chunk"]["reason"]["kind"] == "aborted"
+    assert [line for line in lines if "error" in line] == []  # being cut is not a failure of the stream
+    (stream,) = load_streams(path)
+    assert len(stream.chunks) == 3  # the two recorded chunks, then the aborted finish
+    assert [v.rule for v in check(stream.chunks)] == []
 
 
 # --- ReplayAdapter ---------------------------------------------------------------

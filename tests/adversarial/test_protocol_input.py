@@ -15,18 +15,16 @@ from typing import Any
 import pytest
 
 from chunkscope.adapters import GenerateOptions, RecordingAdapter, ReplayAdapter, ScriptedAdapter
-from chunkscope.adapters.recording import Recording, RecordingFileError
 from chunkscope.protocol import (
     BlockAssembler,
-    ChunkFileError,
     LlmError,
     chunk_to_dict,
     collect,
     parse_chunk,
-    read_chunks,
     validated,
-    write_chunks,
 )
+from chunkscope.sources import ChunkFileError, read_chunks, write_chunks
+from chunkscope.sources.recording import Recording, RecordingFileError
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

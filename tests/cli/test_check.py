@@ -16,6 +16,7 @@ from _cli_streams import broken, example
 import chunkscope as cs
 from chunkscope import _cli_inputs
 from chunkscope.cli import main
+from chunkscope.sources import _load as sources_load
 
 MakeFile = Callable[..., Path]
 
@@ -334,13 +335,13 @@ def test_a_file_holding_several_streams_is_checked_and_drawn_stream_by_stream(
     capsys: pytest.CaptureFixture[str], make_log: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the shape a multi-stream reader (a session log's steps) plugs into: one LoadedStream per stream
-    def two_steps(path: str, text: str) -> list[_cli_inputs.LoadedStream]:
+    def two_steps(path: str, handle: object) -> list[_cli_inputs.LoadedStream]:
         return [
             _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
             _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
         ]
 
-    monkeypatch.setitem(_cli_inputs._READERS, "chunks", two_steps)
+    monkeypatch.setitem(sources_load._READERS, "chunks", two_steps)
     path = make_log("session.jsonl", example())
     code, out, _ = run(capsys, str(path))
     assert code == 1

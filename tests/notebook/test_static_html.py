@@ -221,3 +221,22 @@ async def test_show_displays_a_timeline_and_returns_the_result(monkeypatch: pyte
     assert result.ok and result.text == "Hello world"
     assert isinstance(displayed[0], Timeline) and displayed[0].result is result
     assert displayed[0].title == "shown"
+
+
+async def test_show_of_a_path_draws_each_stream_the_file_holds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import IPython.display
+
+    import chunkscope as cs
+
+    displayed: list[Any] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: displayed.append(obj))
+    monkeypatch.setattr(Timeline, "send", lambda self, content, buffers=None: None)
+    path = tmp_path / "log.jsonl"
+    cs.write_chunks(path, CLEAN)
+    (result,) = await cs.show(path)
+    assert result.ok and result.text == "Hello world"
+    assert [timeline.title for timeline in displayed] == [str(path)]
+    with pytest.raises(cs.SourceError):
+        await cs.show(tmp_path / "missing.jsonl")

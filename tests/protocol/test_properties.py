@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkscope.protocol import RULES, BlockAssembler, check, read_chunks, write_chunks
+from chunkscope.protocol import RULES, BlockAssembler, check
+from chunkscope.sources import read_chunks, write_chunks
 from chunkscope.testing import GeneratedStream, invalid_streams, rules_for, valid_streams
 from chunkscope.testing._mutations import MUTATIONS, breaks
 

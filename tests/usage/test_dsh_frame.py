@@ -11,7 +11,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from test_dsh_session import EXAMPLE_5A, EXAMPLE_5B_AND_RETRY, write, write_session
 
 from chunkscope.usage import (
     COLUMNS,
@@ -24,6 +23,7 @@ from chunkscope.usage import (
     summary,
     to_parquet,
 )
+from dsh_examples import EXAMPLE_5A, EXAMPLE_5B_AND_RETRY, write, write_session
 
 PRICES = PriceTable(
     [

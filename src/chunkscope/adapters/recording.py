@@ -1,19 +1,8 @@
 """Record any adapter's stream to a file, and replay it later with its timing.
 
-A recording is JSONL, one object per line, flushed line by line so a crash
-loses nothing already streamed (each line is serialized whole before it is
-written, and text the wire sent with a lone surrogate is JSON-escaped, so
-the file is always valid UTF-8 and replays identically)::
-
-    {"recording": "chunkscope", "version": 1, "provider": "deepseek", "model": "text", ...}
-    {"t": 0.0123, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}
-    ...
-    {"t": 0.2501, "error": {"message": "...", "code": "TRANSPORT"}}   # only if the stream raised
-
-``t`` is seconds since the request began; ``chunk`` is the chunk's JSON form
-(exactly what the TypeScript harness writes); ``error`` is the
-``LlmFailure`` of what the stream raised. The header holds request metadata
-only — never an API key, a header or the messages.
+The file format (header, ``{"t", "chunk"}`` and ``{"t", "error"}`` lines) and
+its reader live in ``chunkscope.sources.recording``; these are the two
+adapters on either side of it.
 """
 
 from __future__ import annotations
@@ -27,28 +16,21 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import IO, Any, cast
 
-from pydantic import ValidationError
-
 from chunkscope.protocol._chunks import AnyChunk, LlmFailure
 from chunkscope.protocol._errors import LlmError
-from chunkscope.protocol._jsonl import ChunkFileError, json_line, json_lines
+from chunkscope.sources.recording import (
+    FORMAT_VERSION,
+    Recording,
+    RecordingFileError,
+    aborted_finish,
+    recording_line,
+)
 
 from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter
 from ._wrapping import WrappingAdapter
-from .scripted import Sleep, parse_or_keep, pause_or_abort
+from .scripted import Sleep, pause_or_abort
 
 __all__ = ["FORMAT_VERSION", "Recording", "RecordingAdapter", "RecordingFileError", "ReplayAdapter"]
-
-FORMAT_VERSION = 1
-"""The recording format's version (the header's ``version``)."""
-
-
-class RecordingFileError(ChunkFileError):
-    """A recording file that cannot be replayed; ``path`` and ``line`` (1-based) say where.
-
-    A ``ChunkFileError`` (and so a ``ValueError``): one ``except`` serves chunk files and recordings.
-    """
-
 
 class RecordingAdapter(WrappingAdapter):
     """Wraps ``inner``; every stream passes through unchanged and is written to ``path``.
@@ -95,14 +77,23 @@ class RecordingAdapter(WrappingAdapter):
         with open(self.path, "wb") as handle:
             start = clock()
             _write(handle, self._header(options))
+            finished = False
             try:
                 # A consumer that stops early closes the inner stream (and its connection) too.
                 async with _closing(self.inner.stream(options)) as inner:
                     async for chunk in inner:
                         body = chunk if isinstance(chunk, dict) else chunk.to_dict()
                         _write(handle, {"t": round(clock() - start, 6), "chunk": body})
+                        finished = finished or body.get("type") == "finish"
                         yield chunk
-            except Exception as exc:  # task cancellation is not a failure of the stream: no error line
+            except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+                # Cut by Ctrl-C or a cancelled task: not a failure of the stream (no error line), but
+                # the file says it was cut, so a checker does not blame the adapter for a missing finish.
+                if not finished:
+                    line = {"t": round(clock() - start, 6), "chunk": aborted_finish(type(exc).__name__)}
+                    _write(handle, {**line, "synthesized": True})
+                raise
+            except Exception as exc:
                 failure = (
                     exc.failure
                     if isinstance(exc, LlmError)
@@ -123,77 +114,8 @@ async def _closing(stream: AsyncIterator[AnyChunk]) -> AsyncIterator[AsyncIterat
 
 
 def _write(handle: IO[bytes], obj: dict[str, Any]) -> None:
-    handle.write(json_line(obj, allow_nan=True, default=str))  # whole line, or nothing
+    handle.write(recording_line(obj))  # whole line, or nothing
     handle.flush()
-
-
-class Recording:
-    """A parsed recording: its header, ``(t, chunk)`` pairs, and the recorded error (if any)."""
-
-    __slots__ = ("entries", "error", "error_t", "header")
-
-    def __init__(
-        self,
-        header: dict[str, Any],
-        entries: list[tuple[float, AnyChunk | dict[str, Any]]],
-        error: LlmFailure | None,
-        error_t: float | None,
-    ) -> None:
-        self.header = header
-        self.entries = entries
-        self.error = error
-        self.error_t = error_t
-
-    @classmethod
-    def read(cls, path: str | os.PathLike[str]) -> Recording:
-        """Parse a recording file; ``RecordingFileError`` names the bad line."""
-        name = os.fspath(path)
-        header: dict[str, Any] | None = None
-        entries: list[tuple[float, AnyChunk | dict[str, Any]]] = []
-        error: LlmFailure | None = None
-        error_t: float | None = None
-        # json_lines: invalid UTF-8, bad or too deeply nested JSON and huge lines are
-        # RecordingFileErrors naming the line (and column).
-        for number, obj in json_lines(name, error=RecordingFileError, refuse_constants=False):
-            where = f"{name}, line {number}"
-            if not isinstance(obj, dict):
-                raise RecordingFileError(f"{where}: not a JSON object", name, number)
-            if header is None:
-                if obj.get("recording") != "chunkscope":
-                    raise RecordingFileError(
-                        f"{where}: not a chunkscope recording (no header line)", name, number
-                    )
-                if obj.get("version") != FORMAT_VERSION:
-                    raise RecordingFileError(
-                        f"{name}: recording format version {obj.get('version')!r} is not supported "
-                        f"(this chunkscope reads version {FORMAT_VERSION})",
-                        name,
-                        number,
-                    )
-                header = obj
-                continue
-            t = obj.get("t")
-            if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
-                raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
-            if "chunk" in obj:
-                if not isinstance(obj["chunk"], dict):
-                    raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
-                entries.append((float(t), parse_or_keep(obj["chunk"])))
-            elif "error" in obj:
-                try:
-                    error = LlmFailure.model_validate(obj["error"])
-                except ValidationError as exc:
-                    raise RecordingFileError(
-                        f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
-                        name,
-                        number,
-                    ) from exc
-                error_t = float(t)
-            else:
-                raise RecordingFileError(f"{where}: neither 'chunk' nor 'error'", name, number)
-        if header is None:
-            raise RecordingFileError(f"{name}: empty recording (no header line)", name, 0)
-        return cls(header, entries, error, error_t)
 
 
 class ReplayAdapter(LlmAdapter):

@@ -12,10 +12,9 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, cast
 
-from pydantic import ValidationError
-
-from chunkscope.protocol._chunks import AnyChunk, ChunkLike, parse_chunk
+from chunkscope.protocol._chunks import AnyChunk, ChunkLike
 from chunkscope.protocol._errors import LlmError
+from chunkscope.sources.recording import parse_or_keep
 
 from ._base import OPTIONAL_OPTIONS, AbortSignal, GenerateOptions, LlmAdapter, ModelInfo
 
@@ -97,16 +96,6 @@ class ScriptedAdapter(LlmAdapter):
         if self.error is not None:
             # The same instance each call, without the tracebacks of earlier raises piling up on it.
             raise self.error.with_traceback(None)
-
-
-def parse_or_keep(obj: Any) -> AnyChunk | dict[str, Any]:
-    """``parse_chunk(obj)``; a dict that is not a chunk is kept as is, for a checker to report."""
-    try:
-        return parse_chunk(obj)
-    except ValidationError:
-        if isinstance(obj, dict):
-            return obj  # a deliberately broken chunk (or one recorded broken): replayed unchanged
-        raise
 
 
 async def pause_or_abort(seconds: float, sleep: Sleep, signal: AbortSignal | None) -> None:

@@ -42,7 +42,6 @@ from ._chunks import (
     parse_chunk,
 )
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
-from ._jsonl import ChunkFileError, read_chunks, write_chunks
 from ._messages import Message, Role, parse_message
 from ._validate import ValidatedStream, check, validated
 from ._violations import PROFILES, RULES, Profile, Rule, Severity, Violation
@@ -103,10 +102,6 @@ __all__ = [
     "StreamResult",
     "Timings",
     "collect",
-    # chunk files (_jsonl)
-    "ChunkFileError",
-    "read_chunks",
-    "write_chunks",
     # where finished streams are reported (_assembly)
     "UsageSink",
 ]

@@ -1,16 +1,28 @@
 """The usage layer: attempts → pandas DataFrames, summaries, costs, plots, Parquet.
 
 Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
-extra. The protocol and adapters layers never import this package.
+extra. The protocol and adapters layers never import this package. Session
+logs are read by ``chunkscope.sources`` (re-exported here); importing this
+package binds their frame projection, ``DshSession.to_frame``.
 """
 
 from __future__ import annotations
 
+from chunkscope.sources.dsh import (
+    DshAttempt,
+    DshLogError,
+    DshLogWriter,
+    DshProblem,
+    DshSession,
+    DshStep,
+    bind_frame,
+    read_dsh_session,
+)
+
 from ._batch import batch
 from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
 from ._dask import read_dsh_sessions, read_parquet_dask
-from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
-from ._dsh_writer import DshLogWriter
+from ._dsh_frame import session_frame
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
@@ -18,6 +30,9 @@ from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
+
+# The session-log reader (sources) needs no pandas; its usage frame is this layer's.
+bind_frame(session_frame)
 
 __all__ = [
     "expand_tags",

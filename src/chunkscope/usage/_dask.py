@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 
 from chunkscope._extras import needs_extra
+from chunkscope.sources.dsh import iter_dsh_paths, read_dsh_session
 
-from ._dsh import DSH_COLUMNS, iter_dsh_paths, read_dsh_session
-from ._schema import COLUMNS, categories, coerce, empty_frame
+from ._schema import COLUMNS, DSH_COLUMNS, categories, coerce, empty_frame
 
 __all__ = ["dsh_frame_meta", "read_dsh_sessions", "read_parquet_dask"]
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import pandas as pd
 
-from chunkscope.adapters.recording import Recording
 from chunkscope.protocol import LlmError, Timings, collect
+from chunkscope.sources.recording import Recording
 
 from ._schema import COLUMNS, coerce, empty_frame
 

@@ -124,3 +124,13 @@ def coerce(frame: pd.DataFrame) -> pd.DataFrame:
             column = pd.to_datetime(column, utc=True)
         out[name] = column.astype(dtype)
     return out
+
+
+DSH_COLUMNS: dict[str, str] = {
+    "session_id": "category",
+    "turn": "int64",
+    "step": "int64",
+    "kind": "category",
+    "synthesized": "bool",
+}
+"""The columns ``DshSession.to_frame`` adds after the usage columns (session logs' frames)."""

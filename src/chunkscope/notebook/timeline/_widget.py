@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,7 @@ from chunkscope.runtime import (
 )
 
 from .._base import StaticCopyWidget
+from .._files import replayed_streams
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
 from ._static_html import render_fragment, render_page
@@ -456,6 +458,10 @@ async def show(
 ) -> AgentResult: ...
 @overload
 async def show(
+    stream: str | os.PathLike[str], *, title: str = "", profile: str = "strict", **kwargs: Any
+) -> list[StreamResult]: ...
+@overload
+async def show(
     stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike],
     *,
     title: str = "",
@@ -467,7 +473,7 @@ async def show(
     **kwargs: Any,
 ) -> StreamResult: ...
 async def show(
-    stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike] | AgentRun,
+    stream: AsyncIterable[ChunkLike] | Iterable[ChunkLike] | AgentRun | str | os.PathLike[str],
     *,
     title: str = "",
     profile: str = "strict",
@@ -476,7 +482,7 @@ async def show(
     model: str = "unknown",
     tags: Mapping[str, str] | None = None,
     **kwargs: Any,
-) -> StreamResult | AgentResult:
+) -> StreamResult | AgentResult | list[StreamResult]:
     """Display a ``Timeline`` of ``stream`` and return its ``StreamResult``.
 
     The stream's own error is in ``result.error`` (not raised); keyword
@@ -484,8 +490,18 @@ async def show(
     ``provider`` / ``model`` / ``tags`` (see ``collect``). Given an agent run
     (``loop.run(...)``), the whole run is drawn in the one timeline and its
     ``AgentResult`` returned (the loop records its own attempts: give it the log).
+    Given a path (a chunk log, a recording or a session log, read by
+    ``load_streams``), one timeline per stream it holds, and their results.
     """
     from IPython.display import display
+
+    if isinstance(stream, (str, os.PathLike)):
+        results = []
+        for name, items in replayed_streams(stream):
+            shown = Timeline(title=title or name, profile=profile, **kwargs)
+            display(shown)  # type: ignore[no-untyped-call]
+            results.append(await shown.consume(items))
+        return results
 
     timeline = Timeline(title=title, profile=profile, **kwargs)
     display(timeline)  # type: ignore[no-untyped-call]

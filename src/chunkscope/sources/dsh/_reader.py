@@ -60,434 +60,16 @@ read itself decodes and validates every line but builds no chunk models.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import IO, Any, Literal
-
-from pydantic import ValidationError
-
-from chunkscope.protocol import (
-    BlockAssembler,
-    ReasoningDelta,
-    StreamResult,
-    TextDelta,
-    Timings,
-    TokenUsage,
-    ToolCallDelta,
-    Usage,
-    check,
-    parse_chunk,
-)
-from chunkscope.protocol._chunks import (
-    trusted,  # the hot path's unvalidated constructor, as the adapters use it
-)
-
-__all__ = [
-    "DshAttempt",
-    "DshLogError",
-    "DshProblem",
-    "DshSession",
-    "DshStep",
-    "MAX_DEPTH",
-    "read_dsh_session",
-]
-
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""The default longest line (bytes, newline excluded) a session log may hold."""
-
-MAX_DEPTH = 64
-"""How deeply the values the reader keeps (messages, replayState, failures) may nest."""
-
-MAX_GAP_MS = 60_000
-"""A packed row's ``dt`` gap is clamped to 0…this many milliseconds."""
-
-_BLOCK = 1 << 20  # bytes read (or decompressed) at a time
-_FEED = 256  # compressed bytes fed per zstd call: bounds what one call can produce (a few MiB at most)
-_DECODE_ERRORS = (ValueError, RecursionError)
-
-AttemptKind = Literal["step", "compaction"]
-
-
-class DshLogError(ValueError):
-    """A session log line that cannot be read.
-
-    ``path`` and ``line`` (1-based) say where, ``code`` why (stable: ``json``,
-    ``utf8``, ``line-too-long``, ``too-deep``, ``record``, ``header``,
-    ``version``, ``zstd``, ``truncated``); ``session`` is everything read before
-    the line (attempts still open at that point end with a synthesized
-    ``aborted`` finish).
-    """
-
-    def __init__(
-        self, message: str, path: str, line: int, code: str, session: DshSession | None = None
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        self.code = code
-        self.session = session
-
-
-@dataclass(frozen=True)
-class DshProblem:
-    """A line skipped by ``read_dsh_session(..., strict=False)``: where, the stable code, why."""
-
-    line: int
-    code: str
-    message: str
-
-
-# One logged item of an attempt: (time_ms | None, chunk) for an event, or
-# (time0_ms | None, row_type, row_data) for a packed row of deltas.
-_Item = tuple[Any, ...]
-
-
-@dataclass(eq=False)
-class DshAttempt:
-    """One model call attempt as the log recorded it.
-
-    ``result`` is its ``StreamResult`` (chunks in log order, checked under
-    ``dsh``, timings relative to ``started_ms``). ``final`` is False when a
-    retry of the same step follows; ``retry`` is the ``llm/retry`` event data
-    written after it. ``synthesized`` says the reader added chunks the log did
-    not hold (an ``aborted`` finish, or chunks rebuilt from a message or a
-    retry's failure); ``usage_from_message`` says the usage came from the
-    ``assistant/message`` because no usage chunk was logged.
-    """
-
-    session_id: str
-    turn: int
-    step: int
-    attempt: int
-    line: int
-    kind: AttemptKind = "step"
-    provider: str | None = None
-    model: str | None = None
-    started_ms: float | None = None
-    ended_ms: float | None = None
-    final: bool = True
-    retry: dict[str, Any] | None = None
-    message: dict[str, Any] | None = None
-    interrupted: bool = False
-    synthesized: bool = False
-    timing_adjusted: bool = False
-    _items: list[_Item] = field(default_factory=list, repr=False)
-    _usage_chunk: bool = field(default=False, repr=False)
-    _finished: bool = field(default=False, repr=False)
-    _result: StreamResult | None = field(default=None, repr=False)
-
-    @property
-    def call_id(self) -> str:
-        """Groups the attempts of one call: ``<session>:<turn>:<step>`` (``…:compaction:<line>``)."""
-        if self.kind == "compaction":
-            return f"{self.session_id}:compaction:{self.line}"
-        return f"{self.session_id}:{self.turn}:{self.step}"
-
-    @property
-    def usage_from_message(self) -> bool:
-        """True when no usage chunk was logged and the usage comes from the ``assistant/message``."""
-        return not self._usage_chunk and self.message is not None and _message_usage(self.message) is not None
-
-    @property
-    def result(self) -> StreamResult:
-        """The attempt's ``StreamResult`` (built on first access, then cached)."""
-        if self._result is None:
-            self._result = self._build()
-        return self._result
-
-    def _build(self) -> StreamResult:
-        chunks, times, foreign = _materialize(self)
-        violations = check(chunks, "dsh")
-        assembler = BlockAssembler()
-        push = assembler.push
-        if foreign:
-            for chunk in chunks:
-                # A non-chunk is kept as it came (check() reported it as schema); nothing to assemble.
-                with contextlib.suppress(ValidationError):
-                    push(chunk)
-        else:
-            for chunk in chunks:
-                push(chunk)
-        usage = assembler.usage
-        if usage is None and not self._usage_chunk and self.message is not None:
-            usage = _message_usage(self.message)
-        return StreamResult(
-            chunks=chunks,
-            blocks=assembler.blocks(),
-            usage=usage,
-            finish=assembler.finish if assembler.finished else None,
-            error=None,
-            violations=violations,
-            timings=self._timings(times),
-            profile="dsh",
-        )
-
-    def _timings(self, times: list[float | None]) -> Timings:
-        start = self.started_ms
-        if start is None or not times or None in times:
-            return Timings()
-        rel = [(t - start) / 1000.0 for t in times]  # type: ignore[operator]
-        end = self.ended_ms if self.ended_ms is not None else times[-1]
-        total = max(rel[-1], (end - start) / 1000.0)  # type: ignore[operator]
-        return Timings(first_chunk_s=rel[0], chunk_times=rel, total_s=total, started_at=start / 1000.0)
-
-    def __repr__(self) -> str:
-        flags = "".join(
-            f", {name}"
-            for name in ("synthesized", "interrupted", "usage_from_message")
-            if getattr(self, name)
-        )
-        return (
-            f"DshAttempt({self.call_id} #{self.attempt}, {self.provider}/{self.model}, "
-            f"final={self.final}, items={len(self._items)}{flags})"
-        )
-
-
-@dataclass(eq=False)
-class DshStep:
-    """One step of a turn (one model call plus its retries); ``result`` is the final attempt's."""
-
-    turn: int
-    step: int
-    attempts: list[DshAttempt] = field(default_factory=list)
-
-    @property
-    def result(self) -> StreamResult:
-        """The last attempt's ``StreamResult``: what the harness went on with."""
-        return self.attempts[-1].result
-
-    @property
-    def retries(self) -> int:
-        """How many attempts came before the final one."""
-        return len(self.attempts) - 1
-
-
-@dataclass(eq=False)
-class DshSession:
-    """A session log, read: its header, steps (in log order), compaction calls, turn ends and problems.
-
-    ``attempts`` lists every attempt (steps' and compactions') in log order;
-    ``results`` is one ``StreamResult`` per step (the final attempt's), ready
-    for ``cs.show`` / ``Timeline``.
-    """
-
-    path: str
-    header: dict[str, Any]
-    steps: list[DshStep] = field(default_factory=list)
-    compactions: list[DshAttempt] = field(default_factory=list)
-    turn_ends: dict[int, dict[str, Any]] = field(default_factory=dict)
-    problems: list[DshProblem] = field(default_factory=list)
-    lines: int = 0
-
-    @property
-    def id(self) -> str:
-        """The session id from the header."""
-        value = self.header.get("id")
-        return value if isinstance(value, str) else ""
-
-    @property
-    def attempts(self) -> list[DshAttempt]:
-        """Every attempt, steps' and compactions', in the order the log started them."""
-        every = [attempt for step in self.steps for attempt in step.attempts] + list(self.compactions)
-        every.sort(key=lambda attempt: attempt.line)
-        return every
-
-    @property
-    def results(self) -> list[StreamResult]:
-        """One ``StreamResult`` per step: the final attempt's."""
-        return [step.result for step in self.steps]
-
-    def record_into(self, sink: Any, *, tags: Mapping[str, str] | None = None) -> Any:
-        """Record every attempt into ``sink`` (a ``UsageSink`` such as ``UsageLog``); returns ``sink``.
-
-        Results not built yet are built for the record and not cached (so a
-        large session is never held as chunk models all at once). Each attempt
-        is recorded with its provider and model (``"unknown"`` when
-        the log does not say), ``call_id``, attempt number and ``final`` flag,
-        and tags ``session``, ``turn``, ``step`` and ``kind`` (plus ``tags``).
-        """
-        for attempt in self.attempts:
-            # A result not already built is built for the record and not kept: a big log's frame
-            # never holds every chunk of the session at once.
-            result = attempt._result if attempt._result is not None else attempt._build()
-            sink.record(
-                result,
-                provider=attempt.provider or "unknown",
-                model=attempt.model or "unknown",
-                tags={
-                    **(tags or {}),
-                    "session": self.id,
-                    "turn": str(attempt.turn),
-                    "step": str(attempt.step),
-                    "kind": attempt.kind,
-                },
-                call_id=attempt.call_id,
-                attempt=attempt.attempt,
-                final=attempt.final,
-            )
-        return sink
-
-    def to_frame(self, *, prices: Any = None, tags: Mapping[str, str] | None = None) -> Any:
-        """The usage frame: one row per attempt (``UsageLog.to_frame`` columns and dtypes), then
-        ``session_id``, ``turn``, ``step``, ``kind`` and ``synthesized``.
-
-        ``prices`` (a ``PriceTable``) fills ``cost``. ``duration_s`` is NaN for
-        an attempt whose log has no times (``started_at`` and ``ttfc_s`` are
-        missing then too).
-        """
-        from ._log import UsageLog
-
-        log = self.record_into(UsageLog(prices=prices), tags=tags)
-        return _with_session_columns(log.to_frame(), self.attempts, self.id)
-
-    def __repr__(self) -> str:
-        attempts = sum(len(step.attempts) for step in self.steps)
-        return (
-            f"DshSession({self.id!r}, steps={len(self.steps)}, attempts={attempts}, "
-            f"compactions={len(self.compactions)}, problems={len(self.problems)}, lines={self.lines})"
-        )
-
-
-# --- reading lines ------------------------------------------------------------------
-
-
-class _ZstdFrames:
-    """Decompresses concatenated zstd frames piece by piece; a cut-off frame raises ``_Truncated``.
-
-    The zstandard package's own stream reader ends silently at a truncated
-    frame; this one tracks each frame's end. Input is fed ``_FEED`` bytes at a
-    time, which bounds what one call can produce.
-    """
-
-    def __init__(self, source: IO[bytes]) -> None:
-        import zstandard
-
-        self._zstd = zstandard
-        self._source = source
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False
-        self._error: _Corrupt | None = None  # raised once the output before it has been read
-
-    def read_block(self, size: int = _BLOCK) -> bytes:
-        """The next decompressed bytes: at least ``size`` unless the stream ends; b"" at the end.
-
-        Input goes in ``_FEED``-byte pieces, so one piece of a decompression bomb
-        adds at most a few MiB before the caller sees it.
-        """
-        out: list[bytes] = []
-        total = 0
-        while total < size:
-            if self._error is not None:
-                if out:
-                    break  # the output before the corruption first
-                raise self._error
-            data = self._source.read(_FEED)
-            if not data:
-                if self._in_frame and not out:
-                    raise _Truncated("the zstd stream ends inside a frame (the file is truncated)")
-                break
-            piece = self._feed(data)
-            if piece:
-                out.append(piece)
-                total += len(piece)
-        return b"".join(out)
-
-    def _feed(self, data: bytes) -> bytes:
-        out: list[bytes] = []
-        while data:
-            try:
-                out.append(self._obj.decompress(data))
-            except self._zstd.ZstdError as exc:
-                self._error = _Corrupt(f"the zstd stream is corrupt ({exc})")
-                break
-            self._in_frame = True
-            if not self._obj.eof:
-                break
-            data = self._obj.unused_data
-            self._obj = self._dctx.decompressobj()
-            self._in_frame = False
-        return b"".join(out)
-
-
-class _Truncated(Exception):
-    pass
-
-
-_TOO_LONG = object()  # stands for a line over the limit in a batch stream
-
-
-def _line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[Any]:
-    """The file's lines (bytes, newline stripped) in lists, one list per block read.
-
-    A line longer than ``max_line_bytes`` is yielded as ``_TOO_LONG`` and read
-    past without being kept; a ``_Truncated`` / ``_Corrupt`` exception instance
-    is yielded last when the zstd stream breaks. Memory: one block plus at most
-    ``max_line_bytes`` of an unfinished line.
-    """
-    carry = b""
-    skipping = False  # inside a line already reported as too long
-    while True:
-        try:
-            block = read(_BLOCK)
-        except (_Truncated, _Corrupt) as exc:
-            yield exc
-            return
-        if not block:
-            if carry and not skipping:
-                yield [carry]  # a last line without its newline
-            return
-        data = carry + block if carry else block
-        lines = data.split(b"\n")
-        carry = lines.pop()
-        if skipping:
-            if not lines:
-                carry = b""
-                continue
-            del lines[0]  # the end of the over-long line
-            skipping = False
-        if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
-            run: list[bytes] = []
-            for line in lines:
-                if len(line) > max_line_bytes:
-                    if run:
-                        yield run
-                        run = []
-                    yield _TOO_LONG
-                else:
-                    run.append(line)
-            lines = run
-        if len(carry) > max_line_bytes:
-            if lines:
-                yield lines
-            yield _TOO_LONG
-            carry = b""
-            skipping = True
-            continue
-        if lines:
-            yield lines
-
-
-class _Corrupt(Exception):
-    pass
-
-
-def _open(path: str) -> tuple[IO[bytes], Callable[[int], bytes]]:
-    """The open file and the function that reads its (decompressed) bytes a block at a time."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    try:
-        magic = raw.peek(4)[:4]
-        if path.endswith((".zst", ".zstd")) or magic == b"\x28\xb5\x2f\xfd":
-            return raw, _ZstdFrames(raw).read_block
-    except BaseException:
-        raw.close()
-        raise
-    return raw, raw.read
-
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from .._errors import DshLogError
+from .._json import MAX_DEPTH, MAX_LINE_BYTES, STRICT_DECODER, JsonProblem, json_guard, too_deep
+from ._lines import TOO_LONG, TooBig, Truncated, bounded, line_batches, reader_of
+from ._model import DshAttempt, DshProblem, DshSession, DshStep
+
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "iter_dsh_paths", "read_dsh_session", "read_dsh_stream"]
 
 # --- the reader ---------------------------------------------------------------------
 
@@ -535,24 +117,36 @@ class _Reader:
     # --- the loop ---
 
     def run(self, read: Callable[[int], bytes], max_line_bytes: int) -> DshSession:
-        scan = _DECODER.scan_once  # type: ignore[attr-defined]  # set by __init__, not in the stubs
-        decode = _DECODER.decode
+        scan = STRICT_DECODER.scan_once  # type: ignore[attr-defined]  # set by __init__, not in the stubs
+        decode = STRICT_DECODER.decode
         chunk_event = self._chunk
         packed = self._packed
         handlers = self.handlers
         header_seen = False
         number = 0
-        for batch in _line_batches(read, max_line_bytes):
+        for batch in line_batches(read, max_line_bytes):
             if type(batch) is not list:
+                if type(batch) is int:  # a run of blank lines
+                    number += batch
+                    continue
                 number += 1
                 self.line = number
-                if batch is _TOO_LONG:
+                if batch is TOO_LONG:
                     self.problem("line-too-long", f"the line is longer than {max_line_bytes} bytes")
                     continue
-                self._fatal("truncated" if isinstance(batch, _Truncated) else "zstd", str(batch))
+                code = (
+                    "truncated"
+                    if isinstance(batch, Truncated)
+                    else "too-big"
+                    if isinstance(batch, TooBig)
+                    else "zstd"
+                )
+                self._fatal(code, str(batch))
                 break
             for raw in batch:
                 number += 1
+                if not raw:
+                    continue  # a blank line: nothing to read (a block of only blank lines is a count)
                 self.line = number
                 try:
                     text = raw.decode("utf-8")
@@ -568,18 +162,13 @@ class _Reader:
                 except (StopIteration, ValueError, RecursionError):
                     obj = _NOT_JSON
                 if obj is _NOT_JSON:
+                    if not text.strip():
+                        continue  # blank lines are tolerated
                     try:
-                        obj = decode(text)
-                    except json.JSONDecodeError as exc:
-                        if not text.strip():
-                            continue  # blank lines are tolerated
-                        self.problem("json", f"not valid JSON ({exc.msg} at column {exc.colno})")
-                        continue
-                    except RecursionError:
-                        self.problem("too-deep", "JSON nested too deeply")
-                        continue
-                    except ValueError as exc:  # NaN / Infinity, or an integer too long to convert
-                        self.problem("json", f"not valid JSON ({exc})")
+                        with json_guard(_refused):
+                            obj = decode(text)
+                    except _BadRecord as exc:
+                        self.problem(exc.code, str(exc))
                         continue
                 if type(obj) is not dict:
                     self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
@@ -636,7 +225,7 @@ class _Reader:
                 "version",
                 self.finish(),
             )
-        if _too_deep(obj):
+        if too_deep(obj):
             raise DshLogError(
                 f"{self.path}, line 1: the header nests deeper than {MAX_DEPTH}",
                 self.path,
@@ -698,7 +287,20 @@ class _Reader:
         attempt = self.open.get(key)
         if attempt is None:
             attempt = self._attempt(key, time)
-        attempt._items.append((time if _is_time(time) else None, chunk))
+        t = time if _is_time(time) else None
+        if (
+            type(chunk) is dict
+            and len(chunk) == 3
+            and type(chunk.get("type")) is str  # (a list would be unhashable)
+            and (compact := _COMPACT.get(chunk["type"])) is not None
+            and type(chunk.get("index")) is int
+            and type(chunk.get("text")) is str
+        ):
+            # A plain text/reasoning delta, most of a log: kept as a 4-tuple, not its parsed dict
+            # (~150 bytes a line instead of ~600), and built without re-validation when materialized.
+            attempt._items.append((t, compact, chunk["index"], chunk["text"]))
+        else:
+            attempt._items.append((t, chunk))
         if type(chunk) is dict and chunk.get("type") == "usage":
             attempt._usage_chunk = True
         elif type(chunk) is dict and chunk.get("type") == "finish":
@@ -765,7 +367,7 @@ class _Reader:
             raise _BadRecord("an assistant/message record needs integer 'turn' and 'step'")
         if self._seeded():
             return
-        if _too_deep(data):
+        if too_deep(data):
             raise _BadRecord(f"the message nests deeper than {MAX_DEPTH}", "too-deep")
         key = (turn, step)
         attempt = self.open.get(key)
@@ -811,7 +413,7 @@ class _Reader:
             raise _BadRecord("an llm/retry record needs integer 'turn' and 'step'")
         if self._seeded():
             return
-        if _too_deep(data):
+        if too_deep(data):
             raise _BadRecord(f"the retry record nests deeper than {MAX_DEPTH}", "too-deep")
         key = (turn, step)
         attempt = self.open.get(key)
@@ -860,12 +462,14 @@ class _Reader:
     def _turn_end(self, data: dict[str, Any], time: Any) -> None:
         turn = data.get("turn")
         reason = data.get("reason")
-        if type(turn) is not int:
-            raise _BadRecord("a turn/end record needs an integer 'turn'")
+        if turn is None:
+            turn = self.turn  # the harness's snapshot kit writes turn/end without it: the current turn
+        elif type(turn) is not int:
+            raise _BadRecord("a turn/end record's 'turn' must be an integer")
         if self._seeded():
             return
         if type(reason) is dict:
-            if _too_deep(reason):
+            if too_deep(reason):
                 raise _BadRecord(f"the turn/end reason nests deeper than {MAX_DEPTH}", "too-deep")
             self.session.turn_ends[turn] = reason
         for key, attempt in list(self.open.items()):
@@ -890,7 +494,7 @@ class _Reader:
     def _compaction(self, data: dict[str, Any], time: Any) -> None:
         if self._seeded() or not (data.get("llmStreamCall") is True or "usage" in data):
             return
-        if _too_deep(data):
+        if too_deep(data):
             raise _BadRecord(f"the compaction/summary record nests deeper than {MAX_DEPTH}", "too-deep")
         provider = data.get("provider")
         model = data.get("model")
@@ -933,40 +537,24 @@ class _Reader:
         return self.session
 
 
-def _with_session_columns(frame: Any, attempts: list[DshAttempt], session_id: str) -> Any:
-    import numpy as np
-    import pandas as pd
-
-    from ._schema import categories
-
-    untimed = np.array([a.started_ms is None for a in attempts], dtype=bool)
-    if untimed.any():
-        frame["duration_s"] = frame["duration_s"].where(~untimed)
-    frame["session_id"] = pd.Categorical([session_id] * len(attempts), categories=categories([session_id]))
-    frame["turn"] = np.array([a.turn for a in attempts], dtype="int64")
-    frame["step"] = np.array([a.step for a in attempts], dtype="int64")
-    frame["kind"] = pd.Categorical([a.kind for a in attempts], categories=categories(["step", "compaction"]))
-    frame["synthesized"] = np.array([a.synthesized for a in attempts], dtype=bool)
-    return frame
-
-
-DSH_COLUMNS: dict[str, str] = {
-    "session_id": "category",
-    "turn": "int64",
-    "step": "int64",
-    "kind": "category",
-    "synthesized": "bool",
-}
-"""The columns ``DshSession.to_frame`` adds after the usage columns."""
-
-
 class _BadRecord(Exception):
     def __init__(self, message: str, code: str = "record") -> None:
         super().__init__(message)
         self.code = code
 
 
+def _refused(problem: JsonProblem) -> _BadRecord:
+    """A line the strict JSON reader refused, as the problem the session log reports."""
+    if problem.kind == "syntax":
+        return _BadRecord(f"not valid JSON ({problem.detail} at column {problem.column})", "json")
+    if problem.kind == "depth":
+        return _BadRecord("JSON nested too deeply", "too-deep")
+    return _BadRecord(f"not valid JSON ({problem.detail})", "json")
+
+
 _PACKED = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+# a plain delta's type, kept as one shared string rather than one per line
+_COMPACT: dict[str, str] = {"text-delta": "text-delta", "reasoning-delta": "reasoning-delta"}
 _FLAT_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-call-delta", "block-start", "usage"})
 _FLAT_BLOCKS = frozenset({"text", "reasoning", "tool-call"})  # their fields are strings
 _STR = frozenset({str})
@@ -977,11 +565,6 @@ def _is_time(value: Any) -> bool:
     return (type(value) is int or type(value) is float) and value == value  # NaN is refused by the loader
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 _NOT_JSON = object()
 
 
@@ -998,21 +581,7 @@ def _chunk_too_deep(chunk: dict[str, Any]) -> bool:
             failure = reason.get("failure")
             if type(failure) is dict and not any(type(v) in (dict, list) for v in failure.values()):
                 return False
-    return _too_deep(chunk)
-
-
-def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when ``value`` nests containers more than ``limit`` deep (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        if type(node) is dict:
-            stack.extend((child, depth + 1) for child in node.values() if type(child) in (dict, list))
-        elif type(node) is list:
-            stack.extend((child, depth + 1) for child in node if type(child) in (dict, list))
-    return False
+    return too_deep(chunk)
 
 
 def _error_finish(failure: Any) -> dict[str, Any]:
@@ -1037,102 +606,6 @@ def _message_source(data: dict[str, Any]) -> tuple[str | None, str | None] | Non
     return (provider if type(provider) is str else None, model if type(model) is str else None)
 
 
-def _message_usage(data: dict[str, Any]) -> TokenUsage | None:
-    usage = data.get("usage")
-    if type(usage) is not dict:
-        return None
-    try:
-        parsed = parse_chunk({"type": "usage", "usage": usage})
-    except ValidationError:
-        return None
-    return parsed.usage if isinstance(parsed, Usage) else None
-
-
-_NO_TIME = float("-inf")
-
-_DELTA_OF_ROW: dict[str, tuple[type[Any], str]] = {
-    "text-chunks": (TextDelta, "text-delta"),
-    "reasoning-chunks": (ReasoningDelta, "reasoning-delta"),
-}
-
-
-def _materialize(attempt: DshAttempt) -> tuple[list[Any], list[float | None], bool]:
-    """The attempt's chunks (typed models; a non-chunk item as it came), their times in ms,
-    and whether any item is not a chunk."""
-    chunks: list[Any] = []
-    times: list[float | None] = []
-    add = chunks.append
-    mark = times.append
-    adjusted = False
-    foreign = False
-    last = _NO_TIME
-    for item in attempt._items:
-        if len(item) == 2:
-            t, obj = item
-            try:
-                add(parse_chunk(obj))
-            except ValidationError:
-                add(obj)
-                foreign = True
-            if t is None and last != _NO_TIME:
-                t = last  # a synthesized finish with no time of its own: when the log last spoke
-            if t is not None:
-                if t < last:
-                    t = last
-                    adjusted = True
-                last = t
-            mark(t)
-            continue
-        t0, kind, data = item
-        index = data["index"]
-        if kind == "tool-call-chunks":
-            call_id = data["id"]
-            name = data.get("name")
-            chunks.extend(
-                [
-                    trusted(
-                        ToolCallDelta,
-                        {
-                            "type": "tool-call-delta",
-                            "index": index,
-                            "id": call_id,
-                            "name": name,
-                            "arguments_delta": text,
-                        },
-                    )
-                    for text in data["args"]
-                ]
-            )
-        else:
-            cls, chunk_type = _DELTA_OF_ROW[kind]
-            chunks.extend(
-                [trusted(cls, {"type": chunk_type, "index": index, "text": text}) for text in data["texts"]]
-            )
-        gaps = data["dt"]
-        if t0 is None:
-            times.extend([None] * (len(gaps) + 1))
-            continue
-        t = float(t0)
-        if t < last:
-            t = last
-            adjusted = True
-        if not gaps or (min(gaps) >= 0 and max(gaps) <= MAX_GAP_MS):  # the usual case, at C speed
-            times.extend(accumulate(gaps, initial=t))
-            last = times[-1]  # type: ignore[assignment]
-            continue
-        mark(t)
-        for gap in gaps:
-            if gap < 0 or gap > MAX_GAP_MS:
-                gap = 0 if gap < 0 else MAX_GAP_MS
-                adjusted = True
-            t += gap
-            mark(t)
-        last = t
-    if adjusted:
-        attempt.timing_adjusted = True
-    return chunks, times, foreign
-
-
 # --- the public readers ----------------------------------------------------------------
 
 
@@ -1142,22 +615,47 @@ def read_dsh_session(
     strict: bool = True,
     include_seed: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
+    max_bytes: int | None = None,
 ) -> DshSession:
     """Read a DeepSeek Harness session log (``session.jsonl`` or ``session.jsonl.zstd``).
 
-    zstd is recognised by the file name (``.zst``/``.zstd``) or its magic bytes
-    and decompressed as a stream. Raises ``DshLogError`` (path, line, ``code``,
-    and the ``session`` read before that line) for a line that cannot be read;
-    with ``strict=False`` such lines are skipped and listed in
-    ``session.problems``. Events of a forked session's inherited seed are
-    skipped unless ``include_seed``. See the module docs for how attempts,
-    usage and times are derived.
+    zstd is recognised by its magic bytes (not the name: a plain log named
+    ``.zstd`` is read as plain) and decompressed as a stream. Raises
+    ``DshLogError`` (path, line, ``code``, and the ``session`` read before
+    that line) for a line that cannot be read; with ``strict=False`` such
+    lines are skipped and listed in ``session.problems``. ``max_bytes`` bounds
+    the (decompressed) bytes read: past it the read ends with code
+    ``too-big``. Events of a forked session's inherited seed are skipped
+    unless ``include_seed``. See the module docs for how attempts, usage and
+    times are derived.
     """
     name = os.fspath(path)
+    with open(name, "rb") as handle:
+        return read_dsh_stream(
+            handle,
+            name,
+            strict=strict,
+            include_seed=include_seed,
+            max_line_bytes=max_line_bytes,
+            max_bytes=max_bytes,
+        )
+
+
+def read_dsh_stream(
+    handle: IO[bytes],
+    name: str,
+    *,
+    strict: bool = True,
+    include_seed: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_bytes: int | None = None,
+) -> DshSession:
+    """``read_dsh_session`` over an open binary stream with ``peek`` (read once: a pipe works)."""
     reader = _Reader(name, strict=strict, include_seed=include_seed)
-    handle, read = _open(name)
-    with handle:
-        return reader.run(read, max_line_bytes)
+    read = reader_of(handle)
+    if max_bytes is not None:
+        read = bounded(read, max_bytes)
+    return reader.run(read, max_line_bytes)
 
 
 def iter_dsh_paths(pattern: str | os.PathLike[str]) -> Iterator[str]:

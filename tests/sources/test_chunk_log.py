@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chunkscope.protocol import ChunkFileError, parse_chunk, read_chunks, write_chunks
-
-from ._streams import SEED_CHUNKS
+from chunkscope.protocol import parse_chunk
+from chunkscope.sources import ChunkFileError, read_chunks, write_chunks
+from protocol._streams import SEED_CHUNKS
 
 
 def test_write_then_read_round_trips_the_seed(tmp_path: Path) -> None:

@@ -1,0 +1,124 @@
+"""Chunk synthesis: an attempt's logged items (events and packed rows) → typed chunks and times.
+
+Packed rows expand to one delta per member with the unvalidated constructor
+the adapters use on the hot path (their members were type-checked when the
+line was read); logged chunk events are parsed, a non-chunk kept as it came
+for the checker to report. Times are kept non-decreasing and gaps clamped.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import Any
+
+from pydantic import ValidationError
+
+from chunkscope.protocol import ReasoningDelta, TextDelta, TokenUsage, ToolCallDelta, Usage, parse_chunk
+from chunkscope.protocol._chunks import (
+    trusted,  # the hot path's unvalidated constructor, as the adapters use it
+)
+
+__all__ = ["MAX_GAP_MS", "materialize", "message_usage"]
+
+MAX_GAP_MS = 60_000
+"""A packed row's ``dt`` gap is clamped to 0…this many milliseconds."""
+
+
+def message_usage(data: dict[str, Any]) -> TokenUsage | None:
+    usage = data.get("usage")
+    if type(usage) is not dict:
+        return None
+    try:
+        parsed = parse_chunk({"type": "usage", "usage": usage})
+    except ValidationError:
+        return None
+    return parsed.usage if isinstance(parsed, Usage) else None
+
+
+_NO_TIME = float("-inf")
+
+_MODEL_OF_TYPE: dict[str, type[Any]] = {"text-delta": TextDelta, "reasoning-delta": ReasoningDelta}
+
+_DELTA_OF_ROW: dict[str, tuple[type[Any], str]] = {
+    "text-chunks": (TextDelta, "text-delta"),
+    "reasoning-chunks": (ReasoningDelta, "reasoning-delta"),
+}
+
+
+def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | None], bool, bool]:
+    """An attempt's logged ``items`` as chunks (typed models; a non-chunk item as it came), their
+    times in ms, whether any item is not a chunk, and whether a time had to be adjusted."""
+    chunks: list[Any] = []
+    times: list[float | None] = []
+    add = chunks.append
+    mark = times.append
+    adjusted = False
+    foreign = False
+    last = _NO_TIME
+    for item in items:
+        if len(item) != 3:
+            if len(item) == 2:
+                t, obj = item
+                try:
+                    add(parse_chunk(obj))
+                except ValidationError:
+                    add(obj)
+                    foreign = True
+            else:  # a plain delta the reader kept as (t, type, index, text), its fields type-checked
+                t, chunk_type, index, text = item
+                add(trusted(_MODEL_OF_TYPE[chunk_type], {"type": chunk_type, "index": index, "text": text}))
+            if t is None and last != _NO_TIME:
+                t = last  # a synthesized finish with no time of its own: when the log last spoke
+            if t is not None:
+                if t < last:
+                    t = last
+                    adjusted = True
+                last = t
+            mark(t)
+            continue
+        t0, kind, data = item
+        index = data["index"]
+        if kind == "tool-call-chunks":
+            call_id = data["id"]
+            name = data.get("name")
+            chunks.extend(
+                [
+                    trusted(
+                        ToolCallDelta,
+                        {
+                            "type": "tool-call-delta",
+                            "index": index,
+                            "id": call_id,
+                            "name": name,
+                            "arguments_delta": text,
+                        },
+                    )
+                    for text in data["args"]
+                ]
+            )
+        else:
+            cls, chunk_type = _DELTA_OF_ROW[kind]
+            chunks.extend(
+                [trusted(cls, {"type": chunk_type, "index": index, "text": text}) for text in data["texts"]]
+            )
+        gaps = data["dt"]
+        if t0 is None:
+            times.extend([None] * (len(gaps) + 1))
+            continue
+        t = float(t0)
+        if t < last:
+            t = last
+            adjusted = True
+        if not gaps or (min(gaps) >= 0 and max(gaps) <= MAX_GAP_MS):  # the usual case, at C speed
+            times.extend(accumulate(gaps, initial=t))
+            last = times[-1]  # type: ignore[assignment]
+            continue
+        mark(t)
+        for gap in gaps:
+            if gap < 0 or gap > MAX_GAP_MS:
+                gap = 0 if gap < 0 else MAX_GAP_MS
+                adjusted = True
+            t += gap
+            mark(t)
+        last = t
+    return chunks, times, foreign, adjusted

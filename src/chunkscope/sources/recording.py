@@ -1,0 +1,145 @@
+"""The recording file format: what ``RecordingAdapter`` writes and ``ReplayAdapter`` replays.
+
+A recording is JSONL, one object per line, flushed line by line so a crash
+loses nothing already streamed (each line is serialized whole before it is
+written, and text the wire sent with a lone surrogate is JSON-escaped, so
+the file is always valid UTF-8 and replays identically)::
+
+    {"recording": "chunkscope", "version": 1, "provider": "deepseek", "model": "text", ...}
+    {"t": 0.0123, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}
+    ...
+    {"t": 0.2501, "error": {"message": "...", "code": "TRANSPORT"}}   # only if the stream raised
+
+``t`` is seconds since the request began; ``chunk`` is the chunk's JSON form
+(exactly what the TypeScript harness writes); ``error`` is the
+``LlmFailure`` of what the stream raised. A recording cut short (Ctrl-C, a
+cancelled task) ends with an ``aborted`` finish chunk marked
+``"synthesized": true``, so the file says it was cut rather than breaking the
+protocol. The header holds request metadata only — never an API key, a
+header or the messages.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from chunkscope.protocol._chunks import AnyChunk, LlmFailure, parse_chunk
+
+from ._errors import RecordingFileError
+from ._json import json_line, json_lines
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Recording",
+    "RecordingFileError",
+    "aborted_finish",
+    "parse_or_keep",
+    "recording_line",
+]
+
+FORMAT_VERSION = 1
+"""The recording format's version (the header's ``version``)."""
+
+
+def parse_or_keep(obj: Any) -> AnyChunk | dict[str, Any]:
+    """``parse_chunk(obj)``; a dict that is not a chunk is kept as is, for a checker to report."""
+    try:
+        return parse_chunk(obj)
+    except ValidationError:
+        if isinstance(obj, dict):
+            return obj  # a deliberately broken chunk (or one recorded broken): replayed unchanged
+        raise
+
+
+def recording_line(obj: dict[str, Any]) -> bytes:
+    """One recording line, whole (NaN and unknown values as the adapter produced them, as text)."""
+    return json_line(obj, allow_nan=True, default=str)
+
+
+def aborted_finish(reason: str) -> dict[str, Any]:
+    """The finish chunk that ends a recording cut short by ``reason`` (``KeyboardInterrupt``, …)."""
+    failure = {"code": "ABORTED", "message": f"the recording was cut short ({reason})"}
+    return {"type": "finish", "reason": {"kind": "aborted", "failure": failure}}
+
+
+class Recording:
+    """A parsed recording: its header, ``(t, chunk)`` pairs, and the recorded error (if any)."""
+
+    __slots__ = ("entries", "error", "error_t", "header")
+
+    def __init__(
+        self,
+        header: dict[str, Any],
+        entries: list[tuple[float, AnyChunk | dict[str, Any]]],
+        error: LlmFailure | None,
+        error_t: float | None,
+    ) -> None:
+        self.header = header
+        self.entries = entries
+        self.error = error
+        self.error_t = error_t
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Recording:
+        """Parse a recording file; ``RecordingFileError`` names the bad line."""
+        name = os.fspath(path)
+        with open(name, "rb") as handle:
+            return cls.read_stream(handle, name)
+
+    @classmethod
+    def read_stream(cls, handle: IO[bytes], name: str) -> Recording:
+        """Parse a recording from an open binary stream (read once, front to back), named ``name``."""
+        header: dict[str, Any] | None = None
+        entries: list[tuple[float, AnyChunk | dict[str, Any]]] = []
+        error: LlmFailure | None = None
+        error_t: float | None = None
+        # json_lines: invalid UTF-8, bad or too deeply nested JSON and huge lines are
+        # RecordingFileErrors naming the line (and column).
+        for number, obj in json_lines(handle, name=name, error=RecordingFileError, refuse_constants=False):
+            where = f"{name}, line {number}"
+            if not isinstance(obj, dict):
+                raise RecordingFileError(f"{where}: not a JSON object", name, number)
+            if header is None:
+                header = _header(obj, name, number)
+                continue
+            t = obj.get("t")
+            if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
+                raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
+            if "chunk" in obj:
+                if not isinstance(obj["chunk"], dict):
+                    raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
+                entries.append((float(t), parse_or_keep(obj["chunk"])))
+            elif "error" in obj:
+                try:
+                    error = LlmFailure.model_validate(obj["error"])
+                except ValidationError as exc:
+                    raise RecordingFileError(
+                        f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
+                        name,
+                        number,
+                    ) from exc
+                error_t = float(t)
+            else:
+                raise RecordingFileError(f"{where}: neither 'chunk' nor 'error'", name, number)
+        if header is None:
+            raise RecordingFileError(f"{name}: empty recording (no header line)", name, 0)
+        return cls(header, entries, error, error_t)
+
+
+def _header(obj: dict[str, Any], name: str, number: int) -> dict[str, Any]:
+    if obj.get("recording") != "chunkscope":
+        raise RecordingFileError(
+            f"{name}, line {number}: not a chunkscope recording (no header line)", name, number
+        )
+    if obj.get("version") != FORMAT_VERSION:
+        raise RecordingFileError(
+            f"{name}: recording format version {obj.get('version')!r} is not supported "
+            f"(this chunkscope reads version {FORMAT_VERSION})",
+            name,
+            number,
+        )
+    return obj

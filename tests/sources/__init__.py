@@ -1,0 +1,1 @@
+"""Tests of the sources layer: every stream stored on disk."""
