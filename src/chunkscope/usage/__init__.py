@@ -14,7 +14,7 @@ from ._dsh_writer import DshLogWriter
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
-from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
+from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
@@ -36,6 +36,7 @@ __all__ = [
     "COLUMNS",
     "DEEPSEEK_EXAMPLE",
     "FINISH_KINDS",
+    "MAX_PRICE",
     "LoggedAdapter",
     "PHASES",
     "Price",

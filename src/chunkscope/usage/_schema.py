@@ -29,9 +29,10 @@ FINISH_KINDS = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 PHASES = ("before-first-chunk", "mid-stream", "at-finish")
 """Where a failure happened: no chunk had arrived / the stream raised after some chunks /
 the stream ended with an ``error`` or ``aborted`` finish."""
-USAGE_SOURCES = ("reported", "missing", "lost")
+USAGE_SOURCES = ("reported", "missing", "lost", "invalid")
 """``reported``: a usage chunk arrived; ``missing``: the attempt succeeded without one;
-``lost``: no usage because the attempt failed or was aborted."""
+``lost``: no usage because the attempt failed or was aborted; ``invalid``: a usage chunk arrived
+with a count no row can hold (negative, or 2**63 and above), so every count of it is ``<NA>``."""
 
 COUNT_COLUMNS = (
     "input_tokens",
