@@ -6,7 +6,7 @@ extra. The protocol and adapters layers never import this package.
 
 from __future__ import annotations
 
-from ._batch import batch
+from ._batch import BatchProgressWarning, batch, partial_results
 from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
@@ -29,6 +29,8 @@ __all__ = [
     "to_disjoint",
     "OTEL_ATTRIBUTES",
     "batch",
+    "BatchProgressWarning",
+    "partial_results",
     "to_parquet",
     "read_recordings",
     "read_parquet",

@@ -291,6 +291,14 @@ class UsageLog:
         for listener in listeners:
             listener(self)
 
+    def clear_progress(self) -> None:
+        """No batch is running into this log any more (a cancelled ``batch`` calls it); listeners are told."""
+        with self._lock:
+            self.progress = None
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(self)
+
     def totals(self) -> dict[str, Any]:
         """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost).
 
