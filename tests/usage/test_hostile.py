@@ -279,3 +279,40 @@ def test_plot_usage_of_an_empty_frame_is_an_empty_figure() -> None:
         figure = cs.plot_usage(UsageLog().to_frame())
     texts = [t.get_text() for ax in figure.axes for t in ax.texts]
     assert any("no attempt" in text for text in texts)
+
+
+# --- read_parquet of another schema ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "column", "text"),
+    [
+        (lambda f: f.assign(started_at=[1_700_000_000] * len(f)), "started_at", "should hold a time stamp"),
+        (lambda f: f.assign(final=["yes"] * len(f)), "final", "should hold true/false, it holds str"),
+        (lambda f: f.assign(input_tokens=["12"] * len(f)), "input_tokens", "should hold whole numbers"),
+        (lambda f: f.assign(input_tokens=[1.5] * len(f)), "input_tokens", "should hold whole numbers"),
+        (lambda f: f.assign(model=[3] * len(f)), "model", "should hold text"),
+        (lambda f: f.assign(usage_source=["maybe"] * len(f)), "usage_source", "holds 'maybe', not one of"),
+        (lambda f: f.drop(columns="cost"), "cost", "has no column 'cost'"),
+    ],
+)
+def test_read_parquet_refuses_a_file_of_another_schema_naming_the_column(
+    tmp_path: Path, change: object, column: str, text: str
+) -> None:
+    frame = small_frame()
+    path = tmp_path / "other.parquet"
+    change(frame).to_parquet(path, index=False)  # type: ignore[operator]
+    with pytest.raises(cs.usage.UsageSchemaError, match=text) as caught:
+        read_parquet(path)
+    assert caught.value.column == column and "other.parquet: not a usage frame" in str(caught.value)
+    if column != "cost":
+        pytest.importorskip("dask")
+        with pytest.raises(cs.usage.UsageSchemaError, match=text):
+            read_parquet(path, dask=True).compute()
+
+
+def test_read_parquet_still_reads_its_own_files_and_extra_columns(tmp_path: Path) -> None:
+    own = small_frame()
+    back = read_parquet(cs.to_parquet(own.assign(note="extra"), tmp_path / "own.parquet"))
+    pd.testing.assert_frame_equal(back.drop(columns="note"), own, check_categorical=False)
+    assert list(back["note"]) == ["extra"] * 3

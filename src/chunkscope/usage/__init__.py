@@ -15,7 +15,7 @@ from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
-from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
+from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
 
@@ -47,6 +47,7 @@ __all__ = [
     "USAGE_SOURCES",
     "UnpricedModelWarning",
     "UsageLog",
+    "UsageSchemaError",
     "coerce",
     "empty_frame",
     "errors_by_code",
