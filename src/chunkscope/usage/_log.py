@@ -224,7 +224,7 @@ class UsageLog:
                 self._truncate(n)
                 raise
             self._n = n + 1
-            _add_totals(self._totals, final, error_code, counts, quote)
+            _add_totals(self._totals, final, error_code, counts, quote, source == "invalid")
             listeners = list(self._listeners)
             sink = self._sink
         if sink is not None:
@@ -300,7 +300,8 @@ class UsageLog:
             listener(self)
 
     def totals(self) -> dict[str, Any]:
-        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost).
+        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost),
+        and ``invalid_usage``: the rows whose usage report was refused (``usage_source`` ``invalid``).
 
         Equal to ``summary(log.to_frame())`` over all rows, without building a frame.
         """
@@ -390,6 +391,7 @@ def _zero_totals() -> dict[str, Any]:
         cost=0.0,
         priced_rows=0,
         unpriced_rows=0,
+        invalid_usage=0,  # rows whose usage_source is "invalid"
         currencies=set(),
         known=set(),  # the optional counts some row reported
     )
@@ -402,8 +404,11 @@ def _add_totals(
     error_code: str | None,
     counts: tuple[int | None, ...],
     quote: tuple[float, str] | None,
+    invalid: bool,
 ) -> None:
     totals["attempts"] += 1
+    if invalid:
+        totals["invalid_usage"] += 1
     if final:
         totals["calls"] += 1
     if error_code is not None:
