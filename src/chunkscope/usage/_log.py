@@ -149,7 +149,8 @@ class UsageLog:
             call_id = uuid.uuid4().hex[:16]
         elif not isinstance(call_id, str) or not call_id.isascii():
             call_id = escape_surrogates(str(call_id))
-        attempt = _attempt_number(attempt)
+        if type(attempt) is not int or not 1 <= attempt <= MAX_COUNT:
+            attempt = _attempt_number(attempt)  # raises, naming it
         usage = result.usage
         finish = result.finish.kind if result.finish is not None else None
         error_code = result.error_code
@@ -169,7 +170,7 @@ class UsageLog:
                 usage.cache_write_tokens,
                 usage.reasoning_tokens,
             )
-            if not all(value is None or (type(value) is int and 0 <= value <= MAX_COUNT) for value in counts):
+            if not _counts_fit(counts):
                 # Negative, past int64 or not an integer: no count of this usage can be trusted
                 # (nor priced), and the row says so rather than holding half of it.
                 source = "invalid"
@@ -183,11 +184,11 @@ class UsageLog:
                 blocks[block.type] += 1
         errors = sum(1 for v in result.violations if v.severity == "error")
         timings = result.timings
-        started = _seconds(timings.started_at)
+        started = math.nan if timings.started_at is None else float(timings.started_at)
         if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
-            started = math.nan
-        ttfc = _seconds(timings.first_chunk_s)
-        duration = _seconds(timings.total_s)
+            started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
+        ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
+        duration = float(timings.total_s)
         tag_text = _tags_json(tags)
         quote = (
             self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
@@ -453,14 +454,12 @@ def _attempt_number(attempt: Any) -> int:
     return attempt
 
 
-def _seconds(value: Any) -> float:
-    """A timing as a float (NaN when unknown or not a number)."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
+def _counts_fit(counts: tuple[int | None, ...]) -> bool:
+    """Whether every count is absent or an int from 0 to ``MAX_COUNT`` (what an int64 row holds)."""
+    for value in counts:
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_COUNT):
+            return False
+    return True
 
 
 def _tags_json(tags: Mapping[str, str] | None) -> str | None:

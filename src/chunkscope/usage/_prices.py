@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ class Price:
                 )
         self.effective_at  # noqa: B018 - validates the date now, not when a row is costed
 
-    @property
+    @cached_property  # a frozen dataclass: cached in the instance's __dict__, parsed once
     def effective_at(self) -> float:
         """``effective`` as seconds since the epoch (UTC midnight of a date); ``-inf`` when undated."""
         if not self.effective:
@@ -171,12 +172,7 @@ class PriceTable:
         """The price for ``provider``/``model`` (or ``*``/``model``) in effect at ``at`` (seconds since
         the epoch; None: the newest), else None. Before the oldest price's date, the oldest."""
         history = self._prices.get((provider, model)) or self._prices.get(("*", model))
-        if not history:
-            return None
-        if at is None or len(history) == 1:
-            return history[-1]
-        moments = [known.effective_at for known in history]
-        return history[max(bisect.bisect_right(moments, at) - 1, 0)]
+        return _in_effect(history, at) if history else None
 
     def _found(self, provider: str, model: str) -> list[Price]:
         found = self._prices.get((provider, model)) or self._prices.get(("*", model))
@@ -195,7 +191,8 @@ class PriceTable:
         return found
 
     def _lookup(self, provider: str, model: str, at: float | None) -> Price | None:
-        return self.price(provider, model, at) if self._found(provider, model) else None
+        history = self._found(provider, model)
+        return _in_effect(history, at) if history else None
 
     def quote(
         self, provider: str, model: str, usage: TokenUsage | None, *, at: float | None = None
@@ -331,6 +328,14 @@ class PriceTable:
     def deepseek_example(cls) -> PriceTable:
         """The documented example table (``DEEPSEEK_EXAMPLE``): DeepSeek's published USD prices, dated."""
         return cls(DEEPSEEK_EXAMPLE)
+
+
+def _in_effect(history: list[Price], at: float | None) -> Price:
+    """The price of ``history`` (oldest first, not empty) in effect at ``at``; None: the newest."""
+    if at is None or len(history) == 1:
+        return history[-1]
+    moments = [known.effective_at for known in history]
+    return history[max(bisect.bisect_right(moments, at) - 1, 0)]
 
 
 def _start_seconds(column: pd.Series) -> np.ndarray[Any, Any]:
