@@ -12,9 +12,10 @@ Output: a rich table on stdout (the main figures of each group), or with
 ``-o OUT.csv`` / ``-o OUT.parquet`` every column of the summary written to that
 file (index columns included).
 
-Exit status: 0 summarised; 2 bad arguments or any file that cannot be read — each
-such file named on stderr, one line each, and no summary (a total that silently
-leaves a file out would be wrong).
+Exit status: 0 summarised; 2 bad arguments or any file that cannot be read or
+holds a token count out of range (negative, or 2**63 and above) — each such file
+named on stderr, one line each, and no summary (a total that silently leaves a
+file or a count out would be wrong).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     log = UsageLog()
     problems: list[str] = []
     for path in paths:
+        invalid_before = log.totals()["invalid_usage"]
         try:
             streams = load_streams(path)
             unusable = [s for s in streams if s.kind not in _USABLE_KINDS]
@@ -115,13 +117,26 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
                 # the session-log reader's own record (the file is not read again: a pipe reads once):
                 # call ids, attempts, retries and tags as in its frame
                 streams[0].source.record_into(log)
-                continue
-            for stream in streams:
-                _record(log, stream, _call_id(path, stream))
+            else:
+                for stream in streams:
+                    _record(log, stream, _call_id(path, stream))
         except InputError as exc:
             problems.append(str(exc))
+            continue
         except RecursionError:
             problems.append(f"{path}: JSON nested too deeply")
+            continue
+        except (ValueError, TypeError) as exc:  # a value the usage log refuses (an attempt number)
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(f"{path}: {first}")
+            continue
+        invalid = log.totals()["invalid_usage"] - invalid_before
+        if invalid:
+            # A total that leaves such a count out would look right and be wrong: refused.
+            problems.append(
+                f"{path}: {invalid} usage report{'s' if invalid > 1 else ''} with a token count out of "
+                f"range (negative, or 2**63 and above)"
+            )
     return log.to_frame(), problems
 
 
@@ -318,7 +333,11 @@ def run_usage(
             frame = table_of_prices.add_costs(frame)
         for warning in caught:
             print(f"chunkscope usage: note: {printable(str(warning.message))}", file=sys.stderr)
-    table = summary(frame, by=keys)
+    try:
+        table = summary(frame, by=keys)
+    except (ValueError, TypeError) as exc:  # --by was checked against the columns; this is a guard
+        print(f"chunkscope usage: --by: {printable(str(exc))}", file=sys.stderr)
+        return 2
     if out is not None:
         try:
             _write(table, out)

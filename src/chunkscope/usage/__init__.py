@@ -19,15 +19,15 @@ from chunkscope.sources.dsh import (
     read_dsh_session,
 )
 
-from ._batch import batch
+from ._batch import BatchProgressWarning, batch, partial_results
 from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh_frame import session_frame
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
-from ._prices import DEEPSEEK_EXAMPLE, Price, PriceTable, UnpricedModelWarning
-from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty_frame
+from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
+from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
 
@@ -44,6 +44,8 @@ __all__ = [
     "to_disjoint",
     "OTEL_ATTRIBUTES",
     "batch",
+    "BatchProgressWarning",
+    "partial_results",
     "to_parquet",
     "read_recordings",
     "read_parquet",
@@ -51,6 +53,7 @@ __all__ = [
     "COLUMNS",
     "DEEPSEEK_EXAMPLE",
     "FINISH_KINDS",
+    "MAX_PRICE",
     "LoggedAdapter",
     "PHASES",
     "Price",
@@ -59,6 +62,7 @@ __all__ = [
     "USAGE_SOURCES",
     "UnpricedModelWarning",
     "UsageLog",
+    "UsageSchemaError",
     "coerce",
     "empty_frame",
     "errors_by_code",

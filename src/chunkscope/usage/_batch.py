@@ -1,8 +1,17 @@
-"""``batch``: many calls with bounded concurrency, every attempt logged, results in request order."""
+"""``batch``: many calls with bounded concurrency, every attempt logged, results in request order.
+
+A cancelled batch (``task.cancel()``, ``asyncio.timeout``, Ctrl-C under
+``asyncio.run``) keeps what finished: the ``CancelledError`` it raises carries
+``results`` (request order, None for the calls that had not finished), which
+``partial_results(error)`` finds also under the ``TimeoutError`` a timeout
+raises from it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -11,7 +20,11 @@ from chunkscope.protocol import LlmError, StreamResult, collect
 
 from ._log import UsageLog
 
-__all__ = ["Streamer", "batch"]
+__all__ = ["BatchProgressWarning", "Streamer", "batch", "partial_results"]
+
+
+class BatchProgressWarning(RuntimeWarning):
+    """``batch``'s ``progress`` callback raised: it is warned about once and not called again."""
 
 
 class Streamer(Protocol):
@@ -48,22 +61,39 @@ async def batch(
     when none is given); pass ``record=False`` when ``target`` already
     records its own attempts to that log (a runtime given ``log=``, whose
     retries become rows). Progress goes to ``log.set_progress(done, total)``
-    — a displayed log shows it as a progress bar — and to ``progress``.
-    Requests are ``GenerateOptions`` or dicts of its fields.
+    — a displayed log shows it as a progress bar — and to ``progress``; a
+    ``progress`` callback that raises is reported once (``BatchProgressWarning``)
+    and not called again, and the batch goes on. Requests are
+    ``GenerateOptions`` or dicts of its fields; ``concurrency`` is an int >= 1.
+
+    Cancelled, the batch cancels its running calls (each is recorded as
+    ``ABORTED``), clears ``log.progress`` (no batch is running) and re-raises
+    the ``CancelledError`` with ``results`` on it: the finished results in
+    request order, None where a call had not finished (``partial_results``).
     """
-    if concurrency < 1:
-        raise ValueError("concurrency must be >= 1")
+    concurrency = _concurrency(concurrency)
     options = [_options(request) for request in requests]
     total = len(options)
     sink = log if log is not None else UsageLog()
     results: list[StreamResult | None] = [None] * total
     done = 0
     next_index = 0
+    callback = progress
 
     def report() -> None:
+        nonlocal callback
         sink.set_progress(done, total)
-        if progress is not None:
-            progress(done, total)
+        if callback is not None:
+            try:
+                callback(done, total)
+            except Exception as exc:
+                callback = None  # one warning, not one per call
+                warnings.warn(
+                    f"batch: the progress callback raised {type(exc).__name__}: {exc}; "
+                    "it is not called again (the batch goes on)",
+                    BatchProgressWarning,
+                    stacklevel=2,
+                )
 
     async def run_one(index: int) -> StreamResult:
         request = options[index]
@@ -91,12 +121,42 @@ async def batch(
     workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, total))]
     try:
         await asyncio.gather(*workers)
-    except BaseException:
+    except BaseException as exc:
         for task in workers:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+        if isinstance(exc, asyncio.CancelledError):
+            # The same exception object reaches whoever awaits the batch's task (and is the
+            # __cause__ of the TimeoutError of asyncio.timeout / wait_for): the results ride on it.
+            exc.results = list(results)  # type: ignore[attr-defined]
+            sink.clear_progress()
         raise
     return [result for result in results if result is not None]
+
+
+def partial_results(error: BaseException) -> list[StreamResult | None] | None:
+    """The results a cancelled ``batch`` kept (request order, None for unfinished calls), found on
+    ``error`` or on the exceptions it was raised from (a timeout's ``TimeoutError``); else None."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        found = getattr(current, "results", None)
+        if isinstance(current, asyncio.CancelledError) and isinstance(found, list):
+            return found
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _concurrency(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = repr(value) if isinstance(value, (float, str)) else type(value).__name__
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            shown += " (pass an int)"
+        raise TypeError(f"batch: concurrency must be an int >= 1, not {shown}")
+    if value < 1:
+        raise ValueError(f"batch: concurrency must be an int >= 1, not {value}")
+    return value
 
 
 async def _raising(error: LlmError) -> Any:

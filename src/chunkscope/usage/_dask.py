@@ -20,7 +20,7 @@ import pandas as pd
 from chunkscope._extras import needs_extra
 from chunkscope.sources.dsh import iter_dsh_paths, read_dsh_session
 
-from ._schema import COLUMNS, DSH_COLUMNS, categories, coerce, empty_frame
+from ._schema import COLUMNS, DSH_COLUMNS, categories, check_columns, coerce, empty_frame
 
 __all__ = ["dsh_frame_meta", "read_dsh_sessions", "read_parquet_dask"]
 
@@ -127,6 +127,7 @@ def read_parquet_dask(path: str | os.PathLike[str]) -> Any:
 def _parquet_part(path: str) -> pd.DataFrame:
     frame = pd.read_parquet(path, engine="pyarrow")
     frame = frame.drop(columns=[c for c in ("date",) if c in frame.columns and c not in COLUMNS])
+    check_columns(frame, path)
     frame = coerce(frame)
     ordered = [name for name in COLUMNS if name in frame.columns]
     return frame[ordered + [c for c in frame.columns if c not in COLUMNS]]

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import LlmError, StreamResult, Timings, collect
+from chunkscope.sources._json import json_line
 
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
 __all__ = ["UsageLog", "LoggedAdapter"]
 
 _MISSING = -(2**63)  # the int64 sentinel for "absent" (numpy's NaT too); never a real count
+MAX_COUNT = 2**63 - 1
+"""The largest token count a row holds (int64); a count above it, or below 0, makes the row's usage
+``invalid`` (every count ``<NA>``)."""
+# Start times a datetime64[us] column holds with room to spare (years 1677..2262 in nanoseconds
+# would be narrower; microseconds reach far further): outside, the start time reads as unknown.
+_MAX_STARTED_S = 9.2e12
 _OK_FINISH = frozenset({"stop", "tool-calls", "max-tokens"})
 
 
@@ -52,8 +59,14 @@ class _Codes:
             return -1
         found = self.index.get(value)
         if found is None:
-            found = self.index[value] = len(self.values)
-            self.values.append(value)
+            # First sight of this value: store it as text every writer can encode (the raw
+            # value keeps a short cut to the same code).
+            clean = escape_surrogates(value if isinstance(value, str) else str(value))
+            found = self.index.get(clean)
+            if found is None:
+                found = self.index[clean] = len(self.values)
+                self.values.append(clean)
+            self.index[value] = found
         return found
 
     def categorical(self, start: int, stop: int) -> pd.Categorical:
@@ -134,6 +147,10 @@ class UsageLog:
         """
         if call_id is None:
             call_id = uuid.uuid4().hex[:16]
+        elif not isinstance(call_id, str) or not call_id.isascii():
+            call_id = escape_surrogates(str(call_id))
+        if type(attempt) is not int or not 1 <= attempt <= MAX_COUNT:
+            attempt = _attempt_number(attempt)  # raises, naming it
         usage = result.usage
         finish = result.finish.kind if result.finish is not None else None
         error_code = result.error_code
@@ -143,7 +160,7 @@ class UsageLog:
             phase = "at-finish"
         else:
             phase = None
-        counts: tuple[int | None, ...]
+        counts: tuple[int | None, ...] = _NO_COUNTS
         if usage is not None:
             source = "reported"
             counts = (
@@ -153,40 +170,62 @@ class UsageLog:
                 usage.cache_write_tokens,
                 usage.reasoning_tokens,
             )
+            if not _counts_fit(counts):
+                # Negative, past int64 or not an integer: no count of this usage can be trusted
+                # (nor priced), and the row says so rather than holding half of it.
+                source = "invalid"
+                counts = _NO_COUNTS
+                usage = None
         else:
             source = "missing" if result.error is None and finish in _OK_FINISH else "lost"
-            counts = (None, None, None, None, None)
         blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
         for block in result.blocks:
             if block.type in blocks:
                 blocks[block.type] += 1
         errors = sum(1 for v in result.violations if v.severity == "error")
         timings = result.timings
+        started = math.nan if timings.started_at is None else float(timings.started_at)
+        if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
+            started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
+        ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
+        duration = float(timings.total_s)
         tag_text = _tags_json(tags)
-        quote = self.prices.quote(provider, model, usage) if self.prices is not None else None
+        quote = (
+            self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
+            if self.prices is not None
+            else None
+        )
+        # Every value is converted above; below, each append takes a value its column holds, so a
+        # row goes in whole. Should one still fail (memory), the columns are cut back to the rows
+        # before it: never half a row, never the next record glued to one.
         with self._lock:
-            self._call_id.append(call_id)
-            self._attempt.append(attempt)
-            self._final.append(1 if final else 0)
-            self._provider.codes.append(self._provider.code(provider))
-            self._model.codes.append(self._model.code(model))
-            self._tags.codes.append(self._tags.code(tag_text))
-            self._started.append(timings.started_at if timings.started_at is not None else math.nan)
-            self._ttfc.append(timings.first_chunk_s if timings.first_chunk_s is not None else math.nan)
-            self._duration.append(timings.total_s)
-            for name, value in zip(_COUNT_NAMES, counts, strict=True):
-                self._counts[name].append(_MISSING if value is None else value)
-            self._finish.codes.append(self._finish.code(finish))
-            self._error.codes.append(self._error.code(error_code))
-            self._phase.codes.append(self._phase.code(phase))
-            self._source.codes.append(self._source.code(source))
-            for kind, n in blocks.items():
-                self._blocks[kind].append(n)
-            self._chunks.append(len(result.chunks))
-            self._violations.append(errors)
-            self._warnings.append(len(result.violations) - errors)
-            self._n += 1
-            _add_totals(self._totals, final, error_code, counts, quote)
+            n = self._n
+            try:
+                self._call_id.append(call_id)
+                self._attempt.append(attempt)
+                self._final.append(1 if final else 0)
+                self._provider.codes.append(self._provider.code(provider))
+                self._model.codes.append(self._model.code(model))
+                self._tags.codes.append(self._tags.code(tag_text))
+                self._started.append(started)
+                self._ttfc.append(ttfc)
+                self._duration.append(duration)
+                for name, value in zip(_COUNT_NAMES, counts, strict=True):
+                    self._counts[name].append(_MISSING if value is None else value)
+                self._finish.codes.append(self._finish.code(finish))
+                self._error.codes.append(self._error.code(error_code))
+                self._phase.codes.append(self._phase.code(phase))
+                self._source.codes.append(self._source.code(source))
+                for kind, count in blocks.items():
+                    self._blocks[kind].append(count)
+                self._chunks.append(len(result.chunks))
+                self._violations.append(errors)
+                self._warnings.append(len(result.violations) - errors)
+            except BaseException:
+                self._truncate(n)
+                raise
+            self._n = n + 1
+            _add_totals(self._totals, final, error_code, counts, quote, source == "invalid")
             listeners = list(self._listeners)
             sink = self._sink
         if sink is not None:
@@ -194,6 +233,26 @@ class UsageLog:
         for listener in listeners:
             listener(self)
         return call_id
+
+    def _truncate(self, n: int) -> None:
+        """Cut every column back to its first ``n`` rows (under the lock)."""
+        columns: list[Any] = [
+            self._call_id,
+            self._attempt,
+            self._final,
+            self._started,
+            self._ttfc,
+            self._duration,
+            self._chunks,
+            self._violations,
+            self._warnings,
+            *self._counts.values(),
+            *self._blocks.values(),
+            *(codes.codes for codes in (self._provider, self._model, self._tags, self._finish)),
+            *(codes.codes for codes in (self._error, self._phase, self._source)),
+        ]
+        for column in columns:
+            del column[n:]
 
     def __len__(self) -> int:
         return self._n
@@ -233,20 +292,32 @@ class UsageLog:
         for listener in listeners:
             listener(self)
 
+    def clear_progress(self) -> None:
+        """No batch is running into this log any more (a cancelled ``batch`` calls it); listeners are told."""
+        with self._lock:
+            self.progress = None
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(self)
+
     def totals(self) -> dict[str, Any]:
-        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost).
+        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost),
+        and ``invalid_usage``: the rows whose usage report was refused (``usage_source`` ``invalid``).
 
         Equal to ``summary(log.to_frame())`` over all rows, without building a frame.
         """
         with self._lock:
             totals = dict(self._totals)
             totals["errors_by_code"] = dict(self._totals["errors_by_code"])
+            totals["known"] = set(self._totals["known"])
             currencies = sorted(self._totals["currencies"])
         del totals["currencies"]
         # Costs in several currencies do not add up: the sum is then labelled with all of them.
         totals["currency"] = ", ".join(currencies) if currencies else None
         billed = totals["billed_input_tokens"]
-        totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed else None
+        # Never 0% for "no cache figure reported": unknown, as summary() has it.
+        reads_known = "cache_read_tokens" in totals.pop("known")
+        totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed and reads_known else None
         if totals["priced_rows"] == 0:
             totals["cost"] = None
         return totals
@@ -321,7 +392,9 @@ def _zero_totals() -> dict[str, Any]:
         cost=0.0,
         priced_rows=0,
         unpriced_rows=0,
+        invalid_usage=0,  # rows whose usage_source is "invalid"
         currencies=set(),
+        known=set(),  # the optional counts some row reported
     )
     return totals
 
@@ -332,8 +405,11 @@ def _add_totals(
     error_code: str | None,
     counts: tuple[int | None, ...],
     quote: tuple[float, str] | None,
+    invalid: bool,
 ) -> None:
     totals["attempts"] += 1
+    if invalid:
+        totals["invalid_usage"] += 1
     if final:
         totals["calls"] += 1
     if error_code is not None:
@@ -343,6 +419,8 @@ def _add_totals(
     for name, value in zip(_COUNT_NAMES, counts, strict=True):
         if value is not None:
             totals[name] += value
+            if name not in totals["known"]:
+                totals["known"].add(name)
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
     if quote is not None:
@@ -353,10 +431,41 @@ def _add_totals(
         totals["unpriced_rows"] += 1
 
 
+_NO_COUNTS: tuple[None, ...] = (None, None, None, None, None)
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` unchanged, or — when it holds a lone surrogate, which no writer can encode — JSON's
+    ``\\u`` escape of it (the recording writer's ``json_line``), quotes and newline left off."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json_line(text).decode("ascii")[1:-2]
+    return text
+
+
+def _attempt_number(attempt: Any) -> int:
+    if isinstance(attempt, bool) or not isinstance(attempt, int):
+        raise TypeError(f"UsageLog.record: attempt must be an int, not {type(attempt).__name__}")
+    if not 1 <= attempt <= MAX_COUNT:
+        raise ValueError(f"UsageLog.record: attempt must be between 1 and 2**63 - 1, not {attempt}")
+    return attempt
+
+
+def _counts_fit(counts: tuple[int | None, ...]) -> bool:
+    """Whether every count is absent or an int from 0 to ``MAX_COUNT`` (what an int64 row holds)."""
+    for value in counts:
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_COUNT):
+            return False
+    return True
+
+
 def _tags_json(tags: Mapping[str, str] | None) -> str | None:
     if not tags:
         return None
-    pairs = {str(k): str(v) for k, v in sorted(tags.items())}
+    pairs = {escape_surrogates(str(k)): escape_surrogates(str(v)) for k, v in sorted(tags.items())}
     return json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 from chunkscope.protocol import LlmError, Timings, collect
 from chunkscope.sources.recording import Recording
 
-from ._schema import COLUMNS, coerce, empty_frame
+from ._schema import COLUMNS, check_columns, coerce, empty_frame
 
 if TYPE_CHECKING:
     from ._log import UsageLog
@@ -53,7 +53,9 @@ def read_parquet(path: str | os.PathLike[str], *, dask: Literal[True]) -> Any: .
 def read_parquet(path: str | os.PathLike[str], *, dask: bool = False) -> Any:
     """A usage frame from one Parquet file or a dataset directory (e.g. a ``UsageLog(path=...)``'s).
 
-    Dtypes are those of ``COLUMNS``; the ``date`` partition column of a
+    Dtypes are those of ``COLUMNS``; a file of another schema (a column
+    missing, or holding another kind of value) raises ``UsageSchemaError``
+    naming the column. The ``date`` partition column of a
     dataset is dropped (``started_at`` holds it). Rows come in file order.
     ``dask=True`` returns a Dask DataFrame with one partition per file instead
     (``read_parquet_dask``).
@@ -68,6 +70,7 @@ def read_parquet(path: str | os.PathLike[str], *, dask: bool = False) -> Any:
     frame = pd.read_parquet(source, engine="pyarrow")
     if source.is_dir() and "date" in frame.columns and "date" not in COLUMNS:
         frame = frame.drop(columns="date")
+    check_columns(frame, str(source))
     frame = coerce(frame).reset_index(drop=True)
     ordered = [name for name in COLUMNS if name in frame.columns]
     return frame[ordered + [c for c in frame.columns if c not in COLUMNS]]

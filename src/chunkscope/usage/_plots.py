@@ -49,7 +49,8 @@ def tokens_per_call(frame: pd.DataFrame) -> pd.DataFrame:
 
 def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     """A two-panel figure: tokens per call stacked by kind (bars; an area past 200 calls), and the
-    cumulative cost over the attempts' start times (a note instead when nothing is priced).
+    cumulative cost over the attempts' start times (a note instead when nothing is priced). An
+    empty frame gives the same figure with a note in each panel.
 
     Returns the matplotlib ``Figure`` (closed for pyplot, so a notebook shows it once, as the
     cell's value).
@@ -63,7 +64,13 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     fig.patch.set_alpha(0.0)
     data = per_call[kinds].reset_index(drop=True)
     data.index = data.index + 1
-    if len(data) <= _MAX_BARS:
+    if len(data) == 0:
+        # Nothing to stack: a note in place of the bars (pandas cannot plot no rows).
+        note = "no attempts to plot"
+        top.text(0.5, 0.5, note, ha="center", va="center", transform=top.transAxes, color=_INK)
+        top.set_xticks([])
+        top.set_yticks([])
+    elif len(data) <= _MAX_BARS:
         data.plot.bar(stacked=True, ax=top, color=colors, width=0.85, edgecolor="none")
         step = max(1, len(data) // 20)
         top.set_xticks(range(0, len(data), step), [str(i) for i in data.index[::step]], rotation=0)
@@ -73,9 +80,10 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     top.set_ylabel("tokens")
     top.set_title(title or "Tokens per call, by kind")
     # Outside the axes, to the right: a legend inside would cover the tallest bars.
-    legend = top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    for text in legend.get_texts():
-        text.set_color(_INK)
+    if len(data):
+        legend = top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        for text in legend.get_texts():
+            text.set_color(_INK)
 
     priced = frame[frame["cost"].notna()].sort_values("started_at", kind="stable")
     if len(priced):

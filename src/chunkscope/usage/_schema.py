@@ -20,7 +20,9 @@ __all__ = [
     "FINISH_KINDS",
     "PHASES",
     "USAGE_SOURCES",
+    "UsageSchemaError",
     "categories",
+    "check_columns",
     "coerce",
     "empty_frame",
 ]
@@ -29,9 +31,10 @@ FINISH_KINDS = ("stop", "tool-calls", "max-tokens", "error", "aborted")
 PHASES = ("before-first-chunk", "mid-stream", "at-finish")
 """Where a failure happened: no chunk had arrived / the stream raised after some chunks /
 the stream ended with an ``error`` or ``aborted`` finish."""
-USAGE_SOURCES = ("reported", "missing", "lost")
+USAGE_SOURCES = ("reported", "missing", "lost", "invalid")
 """``reported``: a usage chunk arrived; ``missing``: the attempt succeeded without one;
-``lost``: no usage because the attempt failed or was aborted."""
+``lost``: no usage because the attempt failed or was aborted; ``invalid``: a usage chunk arrived
+with a count no row can hold (negative, or 2**63 and above), so every count of it is ``<NA>``."""
 
 COUNT_COLUMNS = (
     "input_tokens",
@@ -134,3 +137,93 @@ DSH_COLUMNS: dict[str, str] = {
     "synthesized": "bool",
 }
 """The columns ``DshSession.to_frame`` adds after the usage columns (session logs' frames)."""
+
+
+class UsageSchemaError(ValueError):
+    """A file read as a usage frame whose columns are not a usage frame's; ``column`` names the first.
+
+    ``str()`` is one sentence naming the source, the column, what it should hold and what it holds.
+    """
+
+    def __init__(self, message: str, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.column))
+
+
+_FIXED = {"finish": FINISH_KINDS, "phase": PHASES, "usage_source": USAGE_SOURCES}
+
+
+def _kind(dtype: Any) -> str:
+    """The kind of value a usage column holds, as ``check_columns`` compares it."""
+    if isinstance(dtype, pd.CategoricalDtype) or dtype is _STRING:
+        return "text"
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return "a time stamp"
+    if str(dtype) == "bool":
+        return "true/false"
+    if str(dtype) in ("int64", "Int64"):
+        return "whole numbers"
+    return "numbers"
+
+
+_TEXT = ("string", "empty")  # what pandas infers for a column of str (or of nothing)
+
+
+def _holds(column: pd.Series, kind: str) -> bool:
+    types = pd.api.types
+    dtype = column.dtype
+    if kind == "text":
+        if isinstance(dtype, pd.CategoricalDtype):
+            return types.infer_dtype(dtype.categories, skipna=True) in _TEXT
+        return bool(types.is_string_dtype(dtype)) and types.infer_dtype(column, skipna=True) in _TEXT
+    if kind == "a time stamp":
+        return bool(types.is_datetime64_any_dtype(dtype))
+    if kind == "true/false":
+        return bool(types.is_bool_dtype(dtype))
+    if types.is_bool_dtype(dtype):
+        return False
+    if kind == "whole numbers":
+        return bool(types.is_integer_dtype(dtype))
+    return bool(types.is_integer_dtype(dtype) or types.is_float_dtype(dtype))
+
+
+def _describe(column: pd.Series) -> str:
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return f"categories of {pd.api.types.infer_dtype(dtype.categories, skipna=True)}"
+    inferred = pd.api.types.infer_dtype(column, skipna=True)
+    return f"{dtype} ({inferred})" if str(dtype) == "object" else str(dtype)
+
+
+def check_columns(frame: pd.DataFrame, source: str) -> None:
+    """Raise ``UsageSchemaError`` unless ``frame`` (read from ``source``) has every usage column,
+    each holding its kind of value (text, whole numbers, numbers, true/false, a time stamp) and
+    the fixed vocabularies (finish, phase, usage_source) holding only their own values.
+
+    So a file of another schema is refused, naming the column, instead of being cast into a
+    wrong frame (an integer ``started_at`` read as 1970, ``"yes"`` read as True).
+    """
+    for name, dtype in COLUMNS.items():
+        if name not in frame.columns:
+            raise UsageSchemaError(f"{source}: not a usage frame: it has no column {name!r}", name)
+        column = frame[name]
+        kind = _kind(dtype)
+        if not _holds(column, kind):
+            raise UsageSchemaError(
+                f"{source}: not a usage frame: column {name!r} should hold {kind}, "
+                f"it holds {_describe(column)}",
+                name,
+            )
+        fixed = _FIXED.get(name)
+        if fixed is not None:
+            values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
+            unknown = sorted({str(v) for v in pd.unique(values) if not pd.isna(v)} - set(fixed))
+            if unknown:
+                raise UsageSchemaError(
+                    f"{source}: not a usage frame: column {name!r} holds {unknown[0]!r}, "
+                    f"not one of {', '.join(fixed)}",
+                    name,
+                )

@@ -20,6 +20,9 @@ from ._schema import COUNT_COLUMNS
 
 __all__ = ["SUMMARY_COLUMNS", "latency_percentiles", "summary"]
 
+OPTIONAL_COUNTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+"""Counts a usage report may leave out: a group where no row has one shows ``<NA>``, not 0."""
+
 SUMMARY_COLUMNS = (
     "calls",
     "attempts",
@@ -47,10 +50,35 @@ def _materialize(obj: Any) -> Any:
     return compute() if callable(compute) and not isinstance(obj, (pd.DataFrame, pd.Series)) else obj
 
 
-def _keys(frame: Any, by: Sequence[str] | str | None) -> tuple[Any, list[str]]:
+def check_by(by: Sequence[str] | str | None, columns: Any) -> list[str]:
+    """``by`` as a list of column names, or a ``ValueError`` / ``TypeError`` naming what is wrong.
+
+    Every name must be a column of ``columns`` (a frame's columns), and none twice.
+    """
+    if by is None:
+        return []
     if isinstance(by, str):
         by = [by]
-    keys = list(by or [])
+    try:
+        keys = list(by)
+    except TypeError:
+        kind = type(by).__name__
+        raise TypeError(f"summary: by must be a column name or a list of them, not {kind}") from None
+    wrong = [key for key in keys if not isinstance(key, str)]
+    if wrong:
+        raise TypeError(f"summary: by holds {wrong[0]!r}, not a column name (a str)")
+    known = set(columns)
+    unknown = [key for key in keys if key not in known]
+    if unknown:
+        raise ValueError(f"summary: by names no column of the frame: {', '.join(map(repr, unknown))}")
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"summary: by names a column twice: {', '.join(map(repr, twice))}")
+    return keys
+
+
+def _keys(frame: Any, by: Sequence[str] | str | None) -> tuple[Any, list[str]]:
+    keys = check_by(by, frame.columns)
     if not keys:
         frame = frame.assign(**{_ALL: "all"})
         keys = [_ALL]
@@ -64,7 +92,9 @@ def summary(frame: Any, by: Sequence[str] | str | None = ("provider", "model")) 
     - ``failed_calls``: calls whose final attempt failed; ``errors``: failed attempts;
       ``errors_<CODE>``: failed attempts per error code (0 where none);
     - token columns: sums of the reported (disjoint) counts — rows with usage
-      lost or missing add nothing; ``cache_hit_rate`` = cache reads / billed input;
+      lost or missing add nothing; a cache or reasoning count that no row of
+      the group reported is ``<NA>`` (unknown, not 0); ``cache_hit_rate`` =
+      cache reads / billed input, ``<NA>`` when the cache reads are unknown;
     - ``cost``: the sum of the priced rows, ``<NA>`` when no row of the group
       is priced; ``unpriced_attempts``: rows with usage but no cost;
     - p50 / p95 of time to first chunk and of duration, in seconds.
@@ -86,6 +116,7 @@ def summary(frame: Any, by: Sequence[str] | str | None = ("provider", "model")) 
         "failed_calls": ("_failed_call", "sum"),
         "errors": ("_failed", "sum"),
         **{name: (name, "sum") for name in (*COUNT_COLUMNS, "billed_input_tokens")},
+        **{f"_known_{name}": (name, "count") for name in OPTIONAL_COUNTS},
         "cost": ("cost", "sum"),
         "unpriced_attempts": ("_unpriced", "sum"),
         "_priced": ("_priced", "sum"),
@@ -95,10 +126,13 @@ def summary(frame: Any, by: Sequence[str] | str | None = ("provider", "model")) 
     out["retries"] = out["attempts"] - out["calls"]
     for name in (*COUNT_COLUMNS, "billed_input_tokens"):
         out[name] = out[name].astype("Int64")
+    for name in OPTIONAL_COUNTS:
+        # A count no row of the group reported is unknown, not 0 (nor is a hit rate built on it).
+        out[name] = out[name].where(out[f"_known_{name}"] > 0)
     billed = out["billed_input_tokens"].astype("Float64")
     out["cache_hit_rate"] = (out["cache_read_tokens"].astype("Float64") / billed).where(billed > 0)
     out["cost"] = out["cost"].astype("Float64").where(out["_priced"] > 0)
-    out = out.drop(columns="_priced")
+    out = out.drop(columns=["_priced", *(f"_known_{name}" for name in OPTIONAL_COUNTS)])
     out = out.join(latency_percentiles(frame if keys != [_ALL] else work, keys))
     out = out[list(SUMMARY_COLUMNS)]
     codes_table = errors_by_code(work, keys)
@@ -136,12 +170,14 @@ def latency_percentiles(frame: Any, by: Sequence[str], q: Sequence[float] = (0.5
     """
     keys = list(by)
     columns = {"ttfc_s": "ttfc", "duration_s": "duration"}
-    data = _materialize(frame[[*keys, *columns]])
-    data = data.astype({name: "float64" for name in columns})  # <NA> -> NaN, skipped by quantile
+    data = _materialize(frame[list(dict.fromkeys([*keys, *columns]))])  # a key may be a timing too
+    # Measured under their own names, so grouping by a timing column (ttfc_s) still works;
+    # <NA> -> NaN, which quantile skips.
+    data = data.assign(**{f"_{stem}": data[column].astype("float64") for column, stem in columns.items()})
     grouped = data.groupby(keys, observed=True, dropna=False)
     parts = {}
-    for column, stem in columns.items():
+    for stem in columns.values():
         for level in q:
-            parts[f"{stem}_p{round(level * 100)}_s"] = grouped[column].quantile(level)
+            parts[f"{stem}_p{round(level * 100)}_s"] = grouped[f"_{stem}"].quantile(level)
     out = pd.DataFrame(parts)
     return out.astype("Float64")  # NaN (a group with no first chunk) reads <NA>
