@@ -221,3 +221,12 @@ async def test_show_displays_a_timeline_and_returns_the_result(monkeypatch: pyte
     assert result.ok and result.text == "Hello world"
     assert isinstance(displayed[0], Timeline) and displayed[0].result is result
     assert displayed[0].title == "shown"
+
+
+def test_an_error_badge_marks_a_code_outside_the_registry_as_unmapped() -> None:
+    from chunkscope.notebook._static_html import error_parts
+    from chunkscope.notebook._view import ErrorInfo
+
+    assert "unmapped code: not in cs.ERROR_CODES" in error_parts(ErrorInfo("SOME_NEW_REASON", "stopped"))
+    assert not any("unmapped" in p for p in error_parts(ErrorInfo("CONTENT_FILTER", "stopped")))
+    assert not any("unmapped" in p for p in error_parts(ErrorInfo("HTTP_404", "not found")))
