@@ -19,7 +19,9 @@ the order blocks are emitted; a block that the wire opens while another is
 still open is buffered and emitted, whole, after the open one ends, so blocks
 never interleave. Usage and finish are deferred to ``message_stop`` (the
 stream's terminator), so nothing follows the finish. Usage with
-``iterations[]`` (compaction) is the sum over every billed iteration.
+``iterations[]`` (compaction) is the sum over every billed iteration of this
+call's model; ``advisor_message`` iterations (the advisor tool's model) are
+another model's tokens and are not added.
 """
 
 from __future__ import annotations
@@ -321,11 +323,15 @@ class AnthropicTranslator:
 
     def _read_iterations(self, iterations: list[Any]) -> None:
         # Compaction bills several iterations; the top-level counts describe only the last one.
+        # An advisor_message iteration is another model's tokens (the advisor's, billed at its
+        # own price): not this call's usage, so it is left out of the sums.
         rid = self.request_id
         sums: dict[str, int] = {}
         for entry in iterations:
             if not isinstance(entry, dict):
                 raise _malformed("usage.iterations[] entry is not an object", rid)
+            if entry.get("type") == _ADVISOR_ITERATION:
+                continue
             for name in _ITERATION_COUNTS:
                 value = _count(entry.get(name), f"iterations[].{name}", rid)
                 if value is not None:
@@ -596,6 +602,9 @@ _ITERATION_COUNTS = (
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
 )
+
+_ADVISOR_ITERATION = "advisor_message"
+"""The ``usage.iterations[]`` type of the advisor tool's model: its tokens are not this call's."""
 
 
 def _is_json_object(text: str) -> bool:
