@@ -22,26 +22,29 @@ PACKAGE = SRC / "chunkscope"
 
 # layer -> the chunkscope layers it may import (itself included)
 MAY_IMPORT: dict[str, set[str]] = {
+    # The neutral wire facts (chunkscope/_wires.py): plain data every layer may read, importing nothing.
+    "wires": {"wires"},
     "protocol": {"protocol"},
-    "adapters": {"protocol", "adapters"},
-    "runtime": {"protocol", "adapters", "runtime"},
+    "adapters": {"wires", "protocol", "adapters"},
+    "runtime": {"wires", "protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
-    "provider": {"protocol", "provider"},
-    "usage": {"protocol", "adapters", "usage"},
+    "provider": {"wires", "protocol", "provider"},
+    "usage": {"wires", "protocol", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
-    "conformance": {"protocol", "adapters", "provider", "conformance"},
+    "conformance": {"wires", "protocol", "adapters", "provider", "conformance"},
     "testing": {"protocol", "testing"},
     "notebook": {
-        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"
+        "wires", "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook"
     },
     "cli": {
-        "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook", "cli",
-        "face",
+        "wires", "protocol", "adapters", "runtime", "conformance", "provider", "usage", "testing", "notebook",
+        "cli", "face",
     },
 }
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
 LIBRARIES: dict[str, set[str] | None] = {
+    "wires": set(),
     "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
     "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
     # nest_asyncio: the sync face (generate_sync/run_sync) inside a running Jupyter loop, imported lazily.
@@ -62,6 +65,7 @@ LIBRARIES: dict[str, set[str] | None] = {
 }
 
 _TOP_LEVEL_LAYERS = {
+    "_wires.py": "wires",
     "cli.py": "cli",
     "_lab.py": "cli",
     # the check / record / show / usage subcommands, the input files they share, show's rich picture

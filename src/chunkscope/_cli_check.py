@@ -32,7 +32,6 @@ from ._cli_inputs import (
     printable,
     terse_errors,
 )
-from .protocol._errors import is_unmapped
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult, Violation
@@ -93,6 +92,8 @@ def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str
         for row in [header, *rows]:
             cells = [row[0].rjust(widths[0]), *(row[i].ljust(widths[i]) for i in range(1, 4)), row[4]]
             lines.append("  " + "  ".join(cells).rstrip())
+    from .protocol._errors import is_unmapped  # here: the command starts without the protocol
+
     if result.error is not None:
         mark = _UNMAPPED_MARK if is_unmapped(result.error.code) else ""
         lines.append(f"  the stream raised {result.error.code}{mark}: {printable(result.error.message)}")
@@ -107,6 +108,8 @@ _UNMAPPED_MARK = " (unmapped: no code in cs.ERROR_CODES; a finish reason chunksc
 
 def _unmapped_finish_code(result: StreamResult) -> str | None:
     """The code of an error finish that stands under no registered code, else None."""
+    from .protocol._errors import is_unmapped
+
     failure = result.finish.failure if result.finish is not None else None
     if failure is None or not is_unmapped(failure.code):
         return None
@@ -116,6 +119,8 @@ def _unmapped_finish_code(result: StreamResult) -> str | None:
 def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
     """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
     which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
+    from .protocol._errors import is_unmapped
+
     errors, warnings = _counts(result)
     report = {
         "path": stream.path,

@@ -1,6 +1,6 @@
 """The conformance kit: run any adapter through the local provider's scenario matrix.
 
-``conformance(factory, wire="openai" | "anthropic")`` returns a
+``conformance(factory, wire=...)`` (any wire of the wire table, ``chunkscope._wires``) returns a
 ``ConformanceReport`` (one row per scenario, plus an abort and a refusal
 case; one cell per check). ``chunkscope conformance module:factory`` and the
 pytest plugin (``pytest --chunkscope-conformance=module:factory``) sit on top.
@@ -15,7 +15,9 @@ import importlib
 import sys
 import types
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from chunkscope._wires import DEFAULT_WIRE
 
 from ._errors import ConformanceError
 
@@ -81,7 +83,7 @@ class _CallableModule(types.ModuleType):
         self,
         factory: Callable[[str, str], Any],
         *,
-        wire: Literal["openai", "anthropic"] = "openai",
+        wire: str = DEFAULT_WIRE,  # a name of the wire table, chunkscope._wires.WIRE_FACTS
         scenarios: Iterable[str] | None = None,
         timeout: float = 40.0,
     ) -> ConformanceReport:

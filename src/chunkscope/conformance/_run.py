@@ -19,8 +19,9 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
@@ -39,7 +40,8 @@ __all__ = [
     "run_conformance",
 ]
 
-Wire = Literal["openai", "anthropic"]
+Wire = str
+"""A wire's name: a key of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
 
 API_KEY = "sk-chunkscope-conformance"
 """The key every adapter under test is given (the provider accepts any)."""
@@ -86,8 +88,9 @@ def case_names(wire: Wire) -> list[str]:
 
 
 def _check_wire(wire: str) -> None:
-    if wire not in ("openai", "anthropic"):
-        raise ConformanceError(f"wire must be 'openai' or 'anthropic', not {wire!r}")
+    if wire not in WIRE_FACTS:
+        known = " or ".join(repr(name) for name in WIRE_FACTS)
+        raise ConformanceError(f"wire must be {known}, not {wire!r}")
 
 
 def _scenarios(wire: str) -> list[Scenario]:
@@ -100,7 +103,7 @@ def _scenarios(wire: str) -> list[Scenario]:
 def conformance(
     factory: Callable[[str, str], Any],
     *,
-    wire: Wire = "openai",
+    wire: Wire = DEFAULT_WIRE,
     scenarios: Iterable[str] | None = None,
     timeout: float = 40.0,
 ) -> ConformanceReport:
@@ -140,7 +143,7 @@ def conformance(
 async def run_conformance(
     factory: Callable[[str, str], Any],
     *,
-    wire: Wire = "openai",
+    wire: Wire = DEFAULT_WIRE,
     scenarios: Iterable[str] | None = None,
     timeout: float = 40.0,
 ) -> ConformanceReport:
@@ -152,7 +155,7 @@ async def run_conformance(
     if unknown:
         raise ConformanceError(f"unknown case(s) {unknown} for the {wire} wire; the cases are {names}")
     async with LocalProvider() as provider:
-        base_url = provider.base_url if wire == "openai" else provider.url
+        base_url = WIRE_FACTS[wire].base_url(provider.url)
         try:
             adapter = factory(base_url, API_KEY)
         except Exception as exc:
