@@ -30,13 +30,14 @@ import json
 import zlib
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import httpx
 
 from chunkscope.protocol import AnyChunk, LlmError
 
-from ._base import GenerateOptions, LlmAdapter
+from ._base import AbortSignal, GenerateOptions, LlmAdapter
 from ._failures import (
     bounded,
     error_from_response,
@@ -610,58 +611,22 @@ class SseAdapter(LlmAdapter):
         ``contextlib.aclosing``) to release the connection at once; the abort
         signal and task cancellation release it by themselves.
         """
-        label = self._label
-        try:
-            options = self.prepare(options)
-        except LlmError as exc:  # an abort reason may quote anything, the key included
-            key = self._credential.peek()
-            if key is not None and exc.message != redact(exc.message, (key,)):
-                raise LlmError(bounded(exc.message, (key,)), exc.code) from None
-            raise
-        key = self._credential.resolve(label)
-        secrets = (key,)
-        body = json.dumps(self.request_body(options), ensure_ascii=False).encode()
-        client = self._clients.get()
-        headers = merge_headers(
-            client,
-            {"Accept": "text/event-stream", "Accept-Encoding": "gzip, deflate", "Cache-Control": "no-store"},
-            self._extra_headers,
-            self.wire_headers(key),
-        )
-        request = client.build_request(
-            "POST",
-            self.url,
-            content=body,
-            headers={**headers, "Content-Type": "application/json"},
-            timeout=_timeout(),
-        )
-        signal = options.signal
-        guard = _Guard(
-            signal=signal,
-            idle_timeout=self.idle_timeout,
-            total_timeout=self.total_timeout,
-            label=label,
-            secrets=secrets,
-        )
-        translator = self.translator(secrets)
+        call = self._start(options)
+        guard, translator, secrets, signal = call.guard, call.translator, call.secrets, call.signal
+        client = call.client
         tail: list[AnyChunk] = []
         rid: str | None = None
         try:
             try:
                 if signal is not None and signal.aborted:
                     guard.check()
-                response = await guard.run(client.send(request, stream=True, follow_redirects=False))
+                response = await guard.run(client.send(call.request, stream=True, follow_redirects=False))
                 guard.response = response
                 rid = request_id(response.headers)
                 translator.request_id = rid
                 await self._accept(guard, response, secrets)
                 decoder = SseDecoder(self.max_event_bytes)
-                encoding = response.headers.get("content-encoding", "").strip().lower()
-                raw_reads: AsyncIterator[bytes]
-                if response.is_stream_consumed:  # an in-memory response: its content is already decoded
-                    encoding, raw_reads = "", _once(response.content)
-                else:
-                    raw_reads = response.aiter_raw().__aiter__()
+                encoding, raw_reads = _body_reads(response)
                 body_reader = _Body(encoding, self.max_body_bytes)
                 feed = translator.feed
                 done = False
@@ -696,38 +661,56 @@ class SseAdapter(LlmAdapter):
                         if decoder.failure is not None:
                             raise decoder.failure
                 if not done:
-                    for event in decoder.end():
-                        if _complete(event[1]):  # a last event without its blank line, whole
-                            chunks = feed(event)
-                            if translator.done:
-                                tail = chunks
-                                break
-                            for chunk in chunks:
-                                yield chunk
-                                guard.check()
-                    tail += translator.end()
-                await guard.close()
-            except LlmError as exc:
-                salvage = translator.salvage()
-                if salvage and exc is not guard.cause:
-                    for chunk in salvage:
+                    async for chunk in _body_end(decoder, translator, guard, tail):
                         yield chunk
-                raise _final(exc, secrets, rid) from exc.__cause__
-            except ValueError as exc:  # a size limit, an undecodable body
-                for chunk in translator.salvage():
+                await guard.close()
+            except (LlmError, ValueError, *_TRANSPORT_ERRORS) as exc:
+                salvage, error, cause = _failure(exc, guard, translator, self._label, secrets, rid)
+                for chunk in salvage:
                     yield chunk
-                error = LlmError(bounded(f"{label}: {exc}", secrets), "MALFORMED_RESPONSE", request_id=rid)
-                raise error from None
-            except _TRANSPORT_ERRORS as exc:
-                cause = guard.cause
-                if cause is not None:
-                    raise _final(cause, secrets, rid) from None
-                raise _final(transport_error(exc, label=label, secrets=secrets), secrets, rid) from exc
+                raise error from cause
         finally:
             await guard.close()
         self.finished(translator)
         for chunk in tail:
             yield chunk
+
+    def _start(self, options: GenerateOptions) -> _Call:
+        """Everything a call needs before I/O: checked options, the key, the request, its guard."""
+        label = self._label
+        try:
+            options = self.prepare(options)
+        except LlmError as exc:  # an abort reason may quote anything, the key included
+            key = self._credential.peek()
+            if key is not None and exc.message != redact(exc.message, (key,)):
+                raise LlmError(bounded(exc.message, (key,)), exc.code) from None
+            raise
+        key = self._credential.resolve(label)
+        secrets = (key,)
+        body = json.dumps(self.request_body(options), ensure_ascii=False).encode()
+        client = self._clients.get()
+        headers = merge_headers(
+            client,
+            {"Accept": "text/event-stream", "Accept-Encoding": "gzip, deflate", "Cache-Control": "no-store"},
+            self._extra_headers,
+            self.wire_headers(key),
+        )
+        request = client.build_request(
+            "POST",
+            self.url,
+            content=body,
+            headers={**headers, "Content-Type": "application/json"},
+            timeout=_timeout(),
+        )
+        signal = options.signal
+        guard = _Guard(
+            signal=signal,
+            idle_timeout=self.idle_timeout,
+            total_timeout=self.total_timeout,
+            label=label,
+            secrets=secrets,
+        )
+        return _Call(client, request, guard, self.translator(secrets), secrets, signal)
 
     async def _accept(self, guard: _Guard, response: httpx.Response, secrets: tuple[str, ...]) -> None:
         """Raise the mapped ``LlmError`` unless ``response`` is a 2xx event stream."""
@@ -767,6 +750,68 @@ class SseAdapter(LlmAdapter):
                 "MALFORMED_RESPONSE",
                 status=status,
             )
+
+
+@dataclass
+class _Call:
+    """One call's parts, built before any I/O by ``SseAdapter._start``."""
+
+    client: httpx.AsyncClient
+    request: httpx.Request
+    guard: _Guard
+    translator: Translator
+    secrets: tuple[str, ...]
+    signal: AbortSignal | None
+
+
+def _body_reads(response: httpx.Response) -> tuple[str, AsyncIterator[bytes]]:
+    """The body's content encoding and its raw reads (an in-memory response is already decoded)."""
+    if response.is_stream_consumed:
+        return "", _once(response.content)
+    return response.headers.get("content-encoding", "").strip().lower(), response.aiter_raw().__aiter__()
+
+
+async def _body_end(
+    decoder: SseDecoder, translator: Translator, guard: _Guard, tail: list[AnyChunk]
+) -> AsyncIterator[AnyChunk]:
+    """The body ended before the translator's terminator: a last event without its blank line,
+    whole, still counts; then the translator's own end (its chunks, or STREAM_CLOSED) into ``tail``."""
+    for event in decoder.end():
+        if _complete(event[1]):
+            chunks = translator.feed(event)
+            if translator.done:
+                tail[:] = chunks
+                return
+            for chunk in chunks:
+                yield chunk
+                guard.check()
+    tail += translator.end()
+
+
+def _failure(
+    exc: BaseException,
+    guard: _Guard,
+    translator: Translator,
+    label: str,
+    secrets: tuple[str, ...],
+    rid: str | None,
+) -> tuple[list[AnyChunk], LlmError, BaseException | None]:
+    """What a failed stream yields last and raises: (salvaged chunks, the error, its cause).
+
+    An ``LlmError`` keeps its code; a ``ValueError`` (a size limit, an undecodable body) is
+    ``MALFORMED_RESPONSE``; a transport error is the guard's own cause when it ended the call
+    (idle, deadline, abort), else the mapped transport failure. Everything is redacted.
+    """
+    if isinstance(exc, LlmError):
+        salvage = translator.salvage() if exc is not guard.cause else []
+        return salvage, _final(exc, secrets, rid), exc.__cause__
+    if isinstance(exc, ValueError):
+        error = LlmError(bounded(f"{label}: {exc}", secrets), "MALFORMED_RESPONSE", request_id=rid)
+        return translator.salvage(), error, None
+    cause = guard.cause
+    if cause is not None:
+        return [], _final(cause, secrets, rid), None
+    return [], _final(transport_error(exc, label=label, secrets=secrets), secrets, rid), exc
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
