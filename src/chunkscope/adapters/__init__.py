@@ -12,7 +12,8 @@ finish that paused the turn (continue it) from one that ended it.
 
 Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
 redacted messages), ``_http`` (credentials, URLs, client slot, headers),
-``_sse`` (the shared SSE adapter core: guard, framing, limits), ``_finish``
+``_core/`` (the shared SSE adapter core, by concern: credential, framing, guard,
+the adapter loop; ``_sse`` re-exports it), ``wires`` (the wire table), ``_finish``
 (wire finish reasons → registered codes, the same on every wire),
 ``openai_compat/`` and ``anthropic/`` (each ``adapter``, ``request``,
 ``translate``), ``_wrapping``, ``scripted``, ``recording``.
@@ -36,9 +37,9 @@ from ._base import (
     attribution_headers,
     user_agent,
 )
+from ._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
 from ._failures import error_code, is_context_window_exceeded, is_quota_exceeded
 from ._finish import turn_paused
-from ._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
 from ._wrapping import WrappingAdapter
 
 __all__ = [
