@@ -22,29 +22,32 @@ PACKAGE = SRC / "chunkscope"
 
 # layer -> the chunkscope layers it may import (itself included)
 MAY_IMPORT: dict[str, set[str]] = {
+    # The neutral wire facts (chunkscope/_wires.py): plain data every layer may read, importing nothing.
+    "wires": {"wires"},
     "protocol": {"protocol"},
     # every stream stored on disk: reads protocol's vocabulary, nothing of the layers that use it
-    "sources": {"protocol", "sources"},
-    "adapters": {"protocol", "sources", "adapters"},
-    "runtime": {"protocol", "adapters", "runtime"},
+    "sources": {"wires", "protocol", "sources"},
+    "adapters": {"wires", "protocol", "sources", "adapters"},
+    "runtime": {"wires", "protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
-    "provider": {"protocol", "provider"},
-    "usage": {"protocol", "sources", "adapters", "usage"},
+    "provider": {"wires", "protocol", "provider"},
+    "usage": {"wires", "protocol", "sources", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
-    "conformance_kit": {"protocol", "adapters", "provider", "conformance_kit"},
+    "conformance_kit": {"wires", "protocol", "adapters", "provider", "conformance_kit"},
     "testing": {"protocol", "testing"},
     "notebook": {
-        "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing",
-        "notebook",
+        "wires", "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage",
+        "testing", "notebook",
     },
     "cli": {
-        "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing",
-        "notebook", "cli", "face",
+        "wires", "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage",
+        "testing", "notebook", "cli", "face",
     },
 }
 
 # layer -> the third-party top-level packages it may import (None: unrestricted)
 LIBRARIES: dict[str, set[str] | None] = {
+    "wires": set(),
     "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
     # zstandard: compressed session logs, imported lazily (a one-line error names the extra)
     "sources": {"pydantic", "pydantic_core", "typing_extensions", "zstandard"},
@@ -67,6 +70,7 @@ LIBRARIES: dict[str, set[str] | None] = {
 }
 
 _TOP_LEVEL_LAYERS = {
+    "_wires.py": "wires",
     "cli.py": "cli",
     "_lab.py": "cli",
     # the check / record / show / usage subcommands, the input files they share, show's rich picture

@@ -11,7 +11,8 @@ a broken adapter); **1** when any file has an error-severity violation; **2** fo
 bad arguments or a file that cannot be read (named on stderr, one line each; the
 other files are still checked). A recording whose stream raised (a recorded
 ``LlmError``) is not a violation — raising with a code is what the protocol asks
-of a failing stream; its code is shown.
+of a failing stream; its code is shown, and a code that is no registered code (a finish
+reason chunkscope does not map: the `<FINISH_REASON>` family) is marked unmapped.
 """
 
 from __future__ import annotations
@@ -97,14 +98,35 @@ def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str
         for row in [header, *rows]:
             cells = [row[0].rjust(widths[0]), *(row[i].ljust(widths[i]) for i in range(1, 4)), row[4]]
             lines.append("  " + "  ".join(cells).rstrip())
+    from .protocol._errors import is_unmapped  # here: the command starts without the protocol
+
     if result.error is not None:
-        lines.append(f"  the stream raised {result.error.code}: {printable(result.error.message)}")
+        mark = _UNMAPPED_MARK if is_unmapped(result.error.code) else ""
+        lines.append(f"  the stream raised {result.error.code}{mark}: {printable(result.error.message)}")
+    unmapped = _unmapped_finish_code(result)
+    if unmapped is not None:
+        lines.append(f"  the stream finished with {printable(unmapped)}{_UNMAPPED_MARK}")
     return "\n".join(lines)
+
+
+_UNMAPPED_MARK = " (unmapped: no code in cs.ERROR_CODES; a finish reason chunkscope does not map)"
+
+
+def _unmapped_finish_code(result: StreamResult) -> str | None:
+    """The code of an error finish that stands under no registered code, else None."""
+    from .protocol._errors import is_unmapped
+
+    failure = result.finish.failure if result.finish is not None else None
+    if failure is None or not is_unmapped(failure.code):
+        return None
+    return failure.code
 
 
 def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
     """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
     which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
+    from .protocol._errors import is_unmapped
+
     errors, warnings = _counts(result)
     report = {
         "path": stream.path,
@@ -116,6 +138,9 @@ def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[st
         "warnings": warnings,
         "violations": [v.to_dict() for v in result.violations],
         "error": None if result.error is None else result.error.failure.to_dict(),
+        # the finish's (or raised error's) code when it is no registered code
+        "unmappedCode": _unmapped_finish_code(result)
+        or (result.error.code if result.error is not None and is_unmapped(result.error.code) else None),
     }
     strict: dict[str, Any] = json.loads(json.dumps(report, default=str), parse_constant=str)
     return strict

@@ -23,9 +23,10 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._cli_inputs import printable, terse_errors
+from ._wires import DEFAULT_WIRE, WIRE_FACTS
 
 if TYPE_CHECKING:  # the adapters load when a stream is recorded, not when the command starts
     from chunkscope import GenerateOptions, LlmAdapter, StreamResult
@@ -34,13 +35,8 @@ __all__ = ["KEY_ENV", "RECORD_HELP", "add_record_parser", "run_record"]
 
 RECORD_HELP = "record one stream from a provider (key from the environment) into a recording file"
 
-KEY_ENV: dict[str, tuple[str, ...]] = {
-    "openai": ("DEEPSEEK_API_KEY", "OPENAI_API_KEY"),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-}
-"""Where each wire's key is looked for, in order, when ``--api-key-env`` is not given."""
-
-_PROVIDER = {"openai": "deepseek", "anthropic": "anthropic"}
+KEY_ENV: dict[str, tuple[str, ...]] = {name: wire.key_variables for name, wire in WIRE_FACTS.items()}
+"""Where each wire's key is looked for, in order, when ``--api-key-env`` is not given (the wire table)."""
 
 
 def _find_key(wire: str, env_name: str | None) -> tuple[str | None, tuple[str, ...]]:
@@ -60,11 +56,28 @@ def _fail(message: str, key: str | None, status: int) -> int:
 
 
 def _adapter(wire: str, base_url: str, key: str, idle_timeout: float | None) -> LlmAdapter:
-    from chunkscope import AnthropicAdapter, OpenAICompatAdapter
+    from .adapters.wires import WIRES
 
-    if wire == "anthropic":
-        return AnthropicAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
-    return OpenAICompatAdapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
+    adapter: Any = WIRES[wire].adapter  # every built-in wire adapter takes these keywords
+    built: LlmAdapter = adapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
+    return built
+
+
+def _wire_help() -> str:
+    return "; ".join(
+        f"{name}: {wire.title}{' (default)' if name == DEFAULT_WIRE else ''}"
+        for name, wire in WIRE_FACTS.items()
+    )
+
+
+def _key_help() -> str:
+    default = " or ".join(WIRE_FACTS[DEFAULT_WIRE].key_variables)
+    others = "; ".join(
+        f"{' or '.join(wire.key_variables)} for --wire {name}"
+        for name, wire in WIRE_FACTS.items()
+        if name != DEFAULT_WIRE
+    )
+    return f"environment variable holding the key (default: {default}; {others})"
 
 
 async def _record(adapter: LlmAdapter, path: str, options: GenerateOptions) -> StreamResult:
@@ -83,7 +96,7 @@ def run_record(
     model: str,
     prompt: str,
     output: str,
-    wire: str = "openai",
+    wire: str = DEFAULT_WIRE,
     api_key_env: str | None = None,
     provider: str | None = None,
     system: str | None = None,
@@ -113,7 +126,7 @@ def run_record(
     except ValueError as exc:
         return _fail(str(exc), key, 2)
     options = GenerateOptions(
-        provider=provider or _PROVIDER[wire],
+        provider=provider or WIRE_FACTS[wire].provider,
         model=model,
         messages=[{"role": "user", "content": prompt}],
         system=system,
@@ -172,16 +185,15 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the recording to write")
     parser.add_argument(
         "--wire",
-        choices=tuple(KEY_ENV),
-        default="openai",
-        help="openai: DeepSeek / OpenAI chat completions (default); anthropic: Anthropic Messages",
+        choices=tuple(WIRE_FACTS),
+        default=DEFAULT_WIRE,
+        help=_wire_help(),
     )
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
         default=None,
-        help="environment variable holding the key (default: DEEPSEEK_API_KEY or OPENAI_API_KEY; "
-        "ANTHROPIC_API_KEY for --wire anthropic)",
+        help=_key_help(),
     )
     parser.add_argument("--provider", default=None, help="provider name recorded in the header")
     parser.add_argument("--system", default=None, help="a system prompt")

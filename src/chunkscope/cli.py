@@ -31,6 +31,7 @@ from chunkscope._cli_show import add_show_parser
 from chunkscope._cli_usage import add_usage_parser
 from chunkscope._extras import MissingExtraError, as_missing_extra
 from chunkscope._lab import UsageError, add_lab_parser, parse_port
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.conformance_kit._cli import add_conformance_parser
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
@@ -69,8 +70,9 @@ def serve(*, port: int = 0, token_delay: float = 0.0) -> int:
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
     try:
         print(f"chunkscope local provider on {provider.url}")
-        print(f"  OpenAI / DeepSeek base_url: {provider.base_url}")
-        print(f"  Anthropic base_url:         {provider.url}")
+        width = max(len(facts.label) for facts in WIRE_FACTS.values())
+        for facts in WIRE_FACTS.values():  # each wire's base URL, from the wire table
+            print(f"  {facts.label + ' base_url:':<{width + 10}} {facts.base_url(provider.url)}")
         print(f"  models (scenarios, docs/scenarios.md): {', '.join(SCENARIOS)} (and long-<N>)")
         print("  any API key is accepted. Ctrl-C to stop.", flush=True)
         threading.Event().wait()

@@ -26,6 +26,9 @@ Deliberate differences, each pinned by its own test below:
 - **HTTP 402** is ``QUOTA`` here (Payment Required); the reference maps a bare 402 to ``HTTP_402``.
 - **A 200 with an empty body** is ``STREAM_CLOSED`` here (no ``[DONE]``); the reference says
   ``EMPTY_RESPONSE``.
+- **A finish reason this package knows** gets its registered code (DeepSeek's
+  ``insufficient_system_resource`` → ``SERVER``, retryable); the reference upper-cases every reason,
+  as this package still does for a reason it does not map.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from chunkscope.adapters import (
     is_quota_exceeded,
 )
 from chunkscope.adapters._failures import error_from_response, retry_after_ms
+from chunkscope.adapters._finish import FINISH_CODES
 from chunkscope.adapters._sse import SseDecoder
 from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
 from chunkscope.protocol import LlmError
@@ -119,6 +123,7 @@ TRANSLATE_DIFFERENT = {
     "tool_call_function_without_arguments",
     "tool_call_without_id_or_name",
     "tool_call_without_function_object",
+    "finish_insufficient_system_resource",
 }
 
 
@@ -204,7 +209,27 @@ def test_translate_finish_reason_map_vectors(upstream_cases: dict[str, Any]) -> 
         expected = case["expected"]
         assert ours.kind == expected["kind"], case["name"]
         if "failure" in expected:
-            assert ours.failure is not None and ours.failure.code == expected["failure"]["code"], case["name"]
+            code = FINISH_CODES.get(case["finish_reason"], expected["failure"]["code"])
+            assert ours.failure is not None and ours.failure.code == code, case["name"]
+
+
+def test_difference_a_known_finish_reason_gets_its_registered_code_not_its_upper_cased_name(
+    upstream_cases: dict[str, Any],
+) -> None:
+    # The reference upper-cases every reason; we map the ones we know to registered codes, the
+    # same on every wire (DeepSeek's insufficient_system_resource is a retryable SERVER failure).
+    cases = _cases(upstream_cases, "translate")
+    case = next(c for c in cases if c["name"] == "finish_insufficient_system_resource")
+    chunks, error = translate(case["payloads"])
+    assert error is None
+    ours, theirs = digest(chunks), digest(case["expected"]["chunks"])
+    assert ours.pop("finish") == ("error", "SERVER")
+    assert theirs.pop("finish") == ("error", "INSUFFICIENT_SYSTEM_RESOURCE")
+    assert ours == theirs
+    reason_map = _cases(upstream_cases, "translate_finish_reason_map")
+    mapped = [c for c in reason_map if c["finish_reason"] in FINISH_CODES]
+    for c in mapped:
+        assert c["expected"]["failure"]["code"] == c["finish_reason"].upper()
 
 
 def test_difference_an_empty_finish_reason_is_no_finish_reason() -> None:

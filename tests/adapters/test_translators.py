@@ -333,3 +333,88 @@ def test_anthropic_usage_iterations_cover_every_billed_iteration() -> None:
         320,
         10,
     )
+
+
+def test_anthropic_advisor_iterations_are_another_models_tokens_not_this_calls() -> None:
+    # A Sonnet call consulting an Opus advisor (the advisor tool): the wire lists the advisor's
+    # turn as an advisor_message iteration between the executor's own message iterations.
+    translator = AnthropicTranslator()
+    executor = [
+        {
+            "type": "message",
+            "input_tokens": 1100,
+            "output_tokens": 96,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        },
+        {
+            "type": "message",
+            "input_tokens": 1311,
+            "output_tokens": 402,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        },
+    ]
+    advisor = {
+        "type": "advisor_message",
+        "model": "claude-opus-4-6",
+        "input_tokens": 2543,
+        "output_tokens": 1187,
+        "cache_read_input_tokens": 512,
+        "cache_creation_input_tokens": 0,
+    }
+    events = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "model": "claude-sonnet-4-6",
+                    "usage": {"input_tokens": 1100, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_1",
+                    "name": "advisor",
+                    "input": {},
+                },
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        ),
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}},
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {
+                    "input_tokens": 1311,
+                    "output_tokens": 402,
+                    "iterations": [executor[0], advisor, executor[1]],
+                },
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    out: list[Any] = []
+    for name, data in events:
+        out += translator.feed((name, json.dumps(data)))
+    [usage] = [c.usage for c in out if c.type == "usage"]
+    # billed to this call: the executor's two iterations only (2,411 in, not 4,954)
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (2411, 498, 0)
+    assert check(out) == []

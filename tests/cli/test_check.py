@@ -356,3 +356,26 @@ def test_a_file_holding_several_streams_is_checked_and_drawn_stream_by_stream(
     assert main(["show", str(path), "--width", "100"]) == 0
     drawn = capsys.readouterr().out
     assert f"{path} [step 1]" in drawn and f"{path} [step 2]" in drawn and "usage-before-finish" in drawn
+
+
+def _failed_with(code: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "x"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
+        {"type": "finish", "reason": {"kind": "error", "failure": {"message": "stopped", "code": code}}},
+    ]
+
+
+def test_a_finish_code_outside_the_registry_is_marked_unmapped(
+    capsys: pytest.CaptureFixture[str], make_log: MakeFile
+) -> None:
+    unmapped = make_log("new.jsonl", _failed_with("SOME_NEW_REASON"))
+    known = make_log("cf.jsonl", _failed_with("CONTENT_FILTER"))
+    code, out, _ = run(capsys, str(unmapped), str(known))
+    assert code == 0  # a failure with a code is no rule broken
+    marked = [line for line in out.splitlines() if "unmapped" in line]
+    assert len(marked) == 1 and "SOME_NEW_REASON" in marked[0] and "CONTENT_FILTER" not in out
+    code, out, _ = run(capsys, "--format", "json", str(unmapped), str(known))
+    assert [r["unmappedCode"] for r in json.loads(out)["streams"]] == ["SOME_NEW_REASON", None]

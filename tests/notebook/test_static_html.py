@@ -240,3 +240,12 @@ async def test_show_of_a_path_draws_each_stream_the_file_holds(
     assert [timeline.title for timeline in displayed] == [str(path)]
     with pytest.raises(cs.SourceError):
         await cs.show(tmp_path / "missing.jsonl")
+
+
+def test_an_error_badge_marks_a_code_outside_the_registry_as_unmapped() -> None:
+    from chunkscope.notebook.timeline._static_html import error_parts
+    from chunkscope.notebook.timeline._view import ErrorInfo
+
+    assert "unmapped code: not in cs.ERROR_CODES" in error_parts(ErrorInfo("SOME_NEW_REASON", "stopped"))
+    assert not any("unmapped" in p for p in error_parts(ErrorInfo("CONTENT_FILTER", "stopped")))
+    assert not any("unmapped" in p for p in error_parts(ErrorInfo("HTTP_404", "not found")))

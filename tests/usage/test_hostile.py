@@ -216,7 +216,8 @@ def test_a_price_no_cost_can_be_computed_from_is_refused_at_load(tmp_path: Path,
         encoding="utf-8",
     )
     # NaN is no JSON value: the strict reader refuses it before the price check sees it
-    expected = "NaN is not a JSON value" if value == "NaN" else r"cache_miss_input .* finite number from 0 to 1e\+09"
+    in_range = r"cache_miss_input .* finite number from 0 to 1e\+09"
+    expected = "NaN is not a JSON value" if value == "NaN" else in_range
     with pytest.raises(ValueError, match=expected):
         PriceTable.load(path)
 

@@ -7,11 +7,14 @@ models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
 teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
 wrap another and change only its stream. ``error_code`` is the one failure table
 (HTTP status + body → code); ``is_quota_exceeded`` and
-``is_context_window_exceeded`` are its wording classifiers.
+``is_context_window_exceeded`` are its wording classifiers; ``turn_paused`` tells a
+finish that paused the turn (continue it) from one that ended it.
 
 Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
 redacted messages), ``_http`` (credentials, URLs, client slot, headers),
-``_sse`` (the shared SSE adapter core: guard, framing, limits),
+``_core/`` (the shared SSE adapter core, by concern: credential, framing, guard,
+the adapter loop; ``_sse`` re-exports it), ``wires`` (the wire table), ``_finish``
+(wire finish reasons → registered codes, the same on every wire),
 ``openai_compat/`` and ``anthropic/`` (each ``adapter``, ``request``,
 ``translate``), ``_wrapping``, ``scripted``, ``recording``.
 """
@@ -34,8 +37,9 @@ from ._base import (
     attribution_headers,
     user_agent,
 )
+from ._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
 from ._failures import error_code, is_context_window_exceeded, is_quota_exceeded
-from ._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
+from ._finish import turn_paused
 from ._wrapping import WrappingAdapter
 
 __all__ = [
@@ -60,6 +64,7 @@ __all__ = [
     "error_code",
     "is_context_window_exceeded",
     "is_quota_exceeded",
+    "turn_paused",
     "user_agent",
 ]
 

@@ -3,7 +3,7 @@
 Named ``conformance_kit`` so that ``cs.conformance`` is only ever the function
 (a subpackage named ``conformance`` would be bound over it as the package's
 attribute the first time it is imported).
-``conformance(factory, wire="openai" | "anthropic")`` returns a
+``conformance(factory, wire=...)`` (any wire of the wire table, ``chunkscope._wires``) returns a
 ``ConformanceReport`` (one row per scenario, plus an abort and a refusal
 case; one cell per check). ``chunkscope conformance module:factory`` and the
 pytest plugin (``pytest --chunkscope-conformance=module:factory``) sit on top.

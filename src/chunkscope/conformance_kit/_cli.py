@@ -14,6 +14,8 @@ import math
 import os
 import sys
 
+from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
+
 from ._errors import ConformanceError
 
 __all__ = ["add_conformance_parser", "run_command"]
@@ -24,7 +26,7 @@ HELP = "run an adapter through the local provider's scenario matrix; exit 0 only
 def run_command(
     target: str,
     *,
-    wire: str = "openai",
+    wire: str = DEFAULT_WIRE,
     junit: str | None = None,
     cases: list[str] | None = None,
     timeout: float = 40.0,
@@ -41,13 +43,13 @@ def run_command(
     try:
         factory = load_factory(target)
         if cases:
-            known = case_names(wire)  # type: ignore[arg-type]
+            known = case_names(wire)
             unknown = [c for c in cases if c not in known]
             if unknown:
                 raise ConformanceError(f"unknown case(s) {unknown}; the {wire} cases are {', '.join(known)}")
         report = conformance(
             factory,
-            wire=wire,  # type: ignore[arg-type]
+            wire=wire,
             scenarios=cases,
             timeout=timeout,
             total_timeout=total_timeout,
@@ -87,7 +89,9 @@ def add_conformance_parser(subparsers: argparse._SubParsersAction[argparse.Argum
     parser.add_argument(
         "target", metavar="module:factory", help="a callable factory(base_url, api_key) returning the adapter"
     )
-    parser.add_argument("--wire", choices=("openai", "anthropic"), default="openai", help="default: openai")
+    parser.add_argument(
+        "--wire", choices=tuple(WIRE_FACTS), default=DEFAULT_WIRE, help=f"default: {DEFAULT_WIRE}"
+    )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument(
         "--case", action="append", dest="cases", metavar="NAME", help="run only this case (repeatable)"

@@ -20,8 +20,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
 from chunkscope.protocol._words import plural
@@ -41,7 +42,8 @@ __all__ = [
     "close_adapter",
 ]
 
-Wire = Literal["openai", "anthropic"]
+Wire = str
+"""A wire's name: a key of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
 
 API_KEY = "sk-chunkscope-conformance"
 """The key every adapter under test is given (the provider accepts any)."""
@@ -96,8 +98,9 @@ def case_names(wire: Wire) -> list[str]:
 
 
 def _check_wire(wire: str) -> None:
-    if wire not in ("openai", "anthropic"):
-        raise ConformanceError(f"wire must be 'openai' or 'anthropic', not {wire!r}")
+    if wire not in WIRE_FACTS:
+        known = " or ".join(repr(name) for name in WIRE_FACTS)
+        raise ConformanceError(f"wire must be {known}, not {wire!r}")
 
 
 def _scenarios(wire: str) -> list[Scenario]:
@@ -109,7 +112,7 @@ def _scenarios(wire: str) -> list[Scenario]:
 
 def build_adapter(factory: Callable[[str, str], Any], provider: LocalProvider, wire: str) -> Any:
     """``factory(base_url, api_key)`` for ``wire``; ``ConformanceError`` if it fails or gives no adapter."""
-    base_url = provider.base_url if wire == "openai" else provider.url
+    base_url = WIRE_FACTS[wire].base_url(provider.url)
     try:
         adapter = factory(base_url, API_KEY)
     except Exception as exc:

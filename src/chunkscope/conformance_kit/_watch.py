@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chunkscope._wires import DEFAULT_WIRE
 from chunkscope.protocol._words import type_phrase
 from chunkscope.provider import SCENARIOS, LocalProvider
 
@@ -42,7 +43,8 @@ from ._run import (
 
 __all__ = ["DEFAULT_TIMEOUT_S", "DEFAULT_TOTAL_TIMEOUT_S", "conformance", "run_conformance"]
 
-Wire = Literal["openai", "anthropic"]
+Wire = str
+"""A wire's name: a key of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
 
 DEFAULT_TIMEOUT_S = 40.0
 """Seconds one case may take (the adapter's own idle timeout should fire first: 1-30 s)."""
@@ -176,7 +178,7 @@ def _description(name: str) -> str:
 def conformance(
     factory: Callable[[str, str], Any],
     *,
-    wire: Wire = "openai",
+    wire: Wire = DEFAULT_WIRE,
     scenarios: Iterable[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT_S,
@@ -204,7 +206,7 @@ def conformance(
 async def run_conformance(
     factory: Callable[[str, str], Any],
     *,
-    wire: Wire = "openai",
+    wire: Wire = DEFAULT_WIRE,
     scenarios: Iterable[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT_S,

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
+
 from ._errors import ConformanceError
 from ._target import load_factory
 
@@ -44,9 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--chunkscope-wire",
         action="store",
-        default="openai",
-        choices=("openai", "anthropic"),
-        help="the wire the adapter speaks (default: openai)",
+        default=DEFAULT_WIRE,
+        choices=tuple(WIRE_FACTS),
+        help=f"the wire the adapter speaks (default: {DEFAULT_WIRE})",
     )
 
 
@@ -67,7 +69,7 @@ class ConformanceMatrix(pytest.Collector):
     def collect(self) -> Iterator[ConformanceCase]:
         from ._run import case_names
 
-        for name in case_names(self.wire):  # type: ignore[arg-type]
+        for name in case_names(self.wire):
             yield ConformanceCase.from_parent(self, name=name)
 
     def report(self) -> ConformanceReport:
@@ -78,7 +80,7 @@ class ConformanceMatrix(pytest.Collector):
 
             try:
                 factory = load_factory(self.target)
-                self._report = conformance(factory, wire=self.wire)  # type: ignore[arg-type]
+                self._report = conformance(factory, wire=self.wire)
             except ConformanceError as exc:
                 self._error = f"chunkscope conformance could not run {self.target}: {exc}"
                 raise ConformanceFailure(self._error) from None

@@ -6,7 +6,11 @@ Once published, a code never changes meaning and is never removed.
 
 ``ERROR_CODES`` is the registry — code, meaning, default retryability — and
 the README's table is rendered from it (``tests/test_readme.py``), so there is
-no second copy to drift.
+no second copy to drift. Two rows are families, not single codes:
+``HTTP_<status>`` (``HTTP_404``, ...) and ``<FINISH_REASON>`` (a wire finish
+reason the package does not map, upper-cased, as the TypeScript reference
+emits it); ``code_family`` names the row any code stands under and
+``is_unmapped`` tells the second family (and anything unregistered) apart.
 """
 
 from __future__ import annotations
@@ -14,13 +18,31 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ._chunks import LlmFailure
 from ._violations import Violation
 
-__all__ = ["ErrorCode", "ERROR_CODES", "LlmError", "error_chain", "is_retryable", "http_status_code"]
+__all__ = [
+    "ErrorCode",
+    "ERROR_CODES",
+    "FINISH_REASON_FAMILY",
+    "HTTP_STATUS_FAMILY",
+    "LlmError",
+    "code_family",
+    "error_chain",
+    "is_retryable",
+    "is_unmapped",
+    "http_status_code",
+]
+
+HTTP_STATUS_FAMILY = "HTTP_<status>"
+"""The registry row of every ``HTTP_<n>`` code (a non-2xx status no other code names)."""
+
+FINISH_REASON_FAMILY = "<FINISH_REASON>"
+"""The registry row of every code that is a wire finish reason the package does not map (upper-cased)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +70,21 @@ ERROR_CODES: dict[str, ErrorCode] = _codes(
     ("CONTEXT_WINDOW_EXCEEDED", "The request does not fit the model's context window.", False),
     ("INVALID_REQUEST", "The provider rejected the request as malformed (HTTP 400 or 413).", False),
     ("SERVER", "The provider failed internally (HTTP 5xx).", True),
-    ("HTTP_<status>", "Any other non-2xx status, e.g. HTTP_404; the status is in the code.", False),
+    (HTTP_STATUS_FAMILY, "Any other non-2xx status, e.g. HTTP_404; the status is in the code.", False),
     ("TIMEOUT", "No bytes arrived within the idle timeout.", True),
     ("TRANSPORT", "The connection failed: refused, reset, TLS or DNS.", True),
     ("ABORTED", "The caller's abort signal cancelled the call.", False),
     ("STREAM_CLOSED", "The event stream ended before its terminator ([DONE] / message_stop).", True),
     ("MALFORMED_RESPONSE", "A payload was not valid JSON or not the provider's wire shape.", False),
     ("EMPTY_RESPONSE", "A completed response carried no content at all.", True),
+    ("CONTENT_FILTER", "The provider's content filter stopped the reply; retrying will not help.", False),
+    ("REFUSAL", "The model declined to answer (a refusal finish); retrying will not help.", False),
+    (
+        FINISH_REASON_FAMILY,
+        "A finish reason this package does not map, upper-cased as the code (e.g. a reason a provider "
+        "added later); reported as unmapped.",
+        False,
+    ),
     ("MISSING_CREDENTIAL", "No API key was given or found in the environment.", False),
     ("INVALID_CREDENTIAL", "The API key cannot be sent (e.g. characters no HTTP header can carry).", False),
     ("UNSUPPORTED_OPTION", "A GenerateOptions field is set that this adapter cannot honour.", False),
@@ -65,6 +95,29 @@ ERROR_CODES: dict[str, ErrorCode] = _codes(
     ("UNKNOWN", "An adapter raised something that is not an LlmError (a defect to fix).", False),
 )
 """Every code the library defines: code → ``ErrorCode``. Add codes; never rename or remove."""
+
+
+_HTTP_CODE = re.compile(r"HTTP_[1-5][0-9][0-9]")
+_UPPER_CODE = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def code_family(code: str) -> str | None:
+    """The registry row ``code`` stands under: itself when registered, ``HTTP_<status>`` for
+    ``HTTP_404`` and its kin, ``<FINISH_REASON>`` for any other upper-case code (an unmapped
+    wire finish reason, as the TypeScript reference emits it); None for anything else."""
+    if code in ERROR_CODES:
+        return code
+    if _HTTP_CODE.fullmatch(code):
+        return HTTP_STATUS_FAMILY
+    if _UPPER_CODE.fullmatch(code):
+        return FINISH_REASON_FAMILY
+    return None
+
+
+def is_unmapped(code: str) -> bool:
+    """True when ``code`` is no registered code nor an ``HTTP_<status>``: a reason the package
+    does not map (the timeline and ``check`` mark it so)."""
+    return code_family(code) in (FINISH_REASON_FAMILY, None)
 
 
 def is_retryable(code: str) -> bool:

@@ -1,8 +1,8 @@
 """The local provider's ASGI app (starlette): routes, request reading, faults acted out.
 
-Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``, DeepSeek's
-unversioned path), ``POST /v1/messages``, ``GET /v1/models`` (also
-``/models``). Any API key is accepted and none is ever read or logged.
+Routes: each wire's POST routes from the provider's wire table (``wires/``:
+``/v1/chat/completions`` and ``/chat/completions``, ``/v1/messages``), and
+``GET /v1/models`` (also ``/models``). Any API key is accepted and none is ever read or logged.
 
 Requests are read defensively: a body over ``max_request_bytes`` is a 413, a
 body that is not JSON (or is nested too deeply to parse) a 400, a body that
@@ -18,18 +18,14 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ._anthropic_wire import IN_STREAM_ERROR as ANTHROPIC_STREAM_ERROR
-from ._anthropic_wire import anthropic_body, anthropic_stream
-from ._openai_wire import IN_STREAM_ERROR as OPENAI_STREAM_ERROR
-from ._openai_wire import Frame, openai_body, openai_stream
 from ._scenarios import (
     SCENARIOS,
     CutBeforeUsage,
@@ -43,10 +39,11 @@ from ._scenarios import (
     collect_steps,
     get_scenario,
 )
+from .wires import PROVIDER_WIRES, Frame, ProviderWire
 
 __all__ = ["MAX_REQUEST_BYTES", "REQUEST_TIMEOUT", "ConnectionDropped", "ProviderState", "build_app"]
 
-Wire = Literal["openai", "anthropic"]
+Wire = ProviderWire
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _BATCH_BYTES = 16_384  # with no delay between events, write up to this much at once
@@ -124,12 +121,7 @@ def install_log_filter() -> None:
 def _error(
     wire: Wire, status: int, message: str, type_: str, code: str | None = None, *, close: bool = False
 ) -> JSONResponse:
-    if wire == "openai":
-        body: dict[str, Any] = {"error": {"message": message, "type": type_, "param": None, "code": code}}
-    else:
-        body = {"type": "error", "error": {"type": type_, "message": message}}
-        if code is not None:
-            body["error"]["code"] = code
+    body = wire.error_body(message, type_, code)
     # close: the request body was left unread, so the connection cannot serve another request.
     return JSONResponse(body, status_code=status, headers={"connection": "close"} if close else None)
 
@@ -190,9 +182,7 @@ async def _accept(
     scenario = get_scenario(model)
     if scenario is None:
         message = f"The model `{model[:100]}` does not exist: GET /v1/models lists the scenarios"
-        if wire == "openai":
-            return _error(wire, 404, message, "invalid_request_error", "model_not_found")
-        return _error(wire, 404, message, "not_found_error", "model_not_found")
+        return _error(wire, 404, message, wire.not_found_type, "model_not_found")
     failed = _http_fault(scenario, wire)
     if failed is not None:
         return failed
@@ -292,7 +282,7 @@ def _http_fault(scenario: Scenario, wire: Wire) -> Response | None:
     fault = scenario.http_fault
     if fault is None:
         return None
-    body = fault.openai_body if wire == "openai" else fault.anthropic_body
+    body = wire.fault_body(fault)
     return JSONResponse(dict(body), status_code=fault.status, headers=dict(fault.headers))
 
 
@@ -304,7 +294,7 @@ def _whole_body(script: Script, wire: Wire, body: dict[str, Any], state: Provide
         # Both end the body early: what arrives is JSON cut short.
         return Response(text[: len(text) // 2], media_type="application/json")
     if isinstance(collected.fault, StreamError):
-        return JSONResponse(OPENAI_STREAM_ERROR if wire == "openai" else ANTHROPIC_STREAM_ERROR)
+        return JSONResponse(dict(wire.in_stream_error))
     if isinstance(collected.fault, Drop):
         frames: list[Frame] = [text[: len(text) // 2], Drop()]
         return StreamingResponse(_frames_to_bytes(iter(frames), 0.0, state), media_type="application/json")
@@ -320,40 +310,20 @@ def build_app(state: ProviderState) -> Starlette:
     def delay_for(scenario: Scenario) -> float:
         return max(state.token_delay, scenario.delay)
 
-    async def chat_completions(request: Request) -> Response:
-        read = await _accept(request, "openai", state)
-        if isinstance(read, Response):
-            return read
-        body, scenario, script = read
-        if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
-            raise ConnectionDropped("the provider is shutting down")
-        model = body["model"]
-        response_id = f"chatcmpl-chunkscope-{state.next_id():06d}"
-        created = int(time.time())
-        if body.get("stream") is True:
-            options = body.get("stream_options")
-            include_usage = isinstance(options, dict) and options.get("include_usage") is True
-            frames = openai_stream(
-                script, model=model, response_id=response_id, created=created, include_usage=include_usage
-            )
-            return _sse(frames, delay_for(scenario), state)
-        whole = openai_body(script, model=model, response_id=response_id, created=created)
-        return _whole_body(script, "openai", whole, state)
+    def answer(wire: ProviderWire) -> Callable[[Request], Awaitable[Response]]:
+        async def respond(request: Request) -> Response:
+            read = await _accept(request, wire, state)
+            if isinstance(read, Response):
+                return read
+            body, scenario, script = read
+            if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
+                raise ConnectionDropped("the provider is shutting down")
+            number, created = state.next_id(), int(time.time())
+            if body.get("stream") is True:
+                return _sse(wire.stream(script, body, number, created), delay_for(scenario), state)
+            return _whole_body(script, wire, wire.whole(script, body, number, created), state)
 
-    async def messages(request: Request) -> Response:
-        read = await _accept(request, "anthropic", state)
-        if isinstance(read, Response):
-            return read
-        body, scenario, script = read
-        if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
-            raise ConnectionDropped("the provider is shutting down")
-        model = body["model"]
-        message_id = f"msg_chunkscope_{state.next_id():06d}"
-        if body.get("stream") is True:
-            frames = anthropic_stream(script, model=model, message_id=message_id)
-            return _sse(frames, delay_for(scenario), state)
-        whole = anthropic_body(script, model=model, message_id=message_id)
-        return _whole_body(script, "anthropic", whole, state)
+        return respond
 
     async def models(request: Request) -> Response:
         # The OpenAI list format, with the fields Anthropic's model list has too.
@@ -381,9 +351,11 @@ def build_app(state: ProviderState) -> Starlette:
 
     return Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/messages", messages, methods=["POST"]),
+            *(
+                Route(path, answer(wire), methods=["POST"])
+                for wire in PROVIDER_WIRES.values()
+                for path in wire.routes
+            ),
             Route("/v1/models", models, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
         ]

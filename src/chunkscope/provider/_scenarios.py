@@ -2,7 +2,7 @@
 
 A scenario's script is a list of wire-neutral steps (a reasoning fragment, a
 text fragment, a tool-call fragment, a finish, a fault). Two encoders
-(``_openai_wire``, ``_anthropic_wire``) render the same script, so both wires
+(``wires/openai``, ``wires/anthropic``) render the same script, so both wires
 say the same thing. What a correct adapter assembles from a script
 (``Scenario.expected``) is derived from the script itself; ``docs/scenarios.md``
 is the table a person reads, and the provider's tests pin the two together.
@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, overload
+
+from .._wires import WIRE_FACTS
 
 __all__ = [
     "DIALECTS",
@@ -270,8 +272,9 @@ STALL_SECONDS = 30.0
 FIRST_BYTE_SECONDS = 1.0
 """How long ``slow-first-byte`` waits before its response headers."""
 
-Wire = Literal["openai", "anthropic"]
-WIRES: tuple[Wire, ...] = ("openai", "anthropic")
+Wire = str
+"""A wire's name: a key of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
+WIRES: tuple[Wire, ...] = tuple(WIRE_FACTS)
 
 DIALECTS: dict[str, Wire] = {
     "content-parts": "openai",
@@ -291,7 +294,7 @@ class Scenario:
     """One model name the local provider answers, documented in ``docs/scenarios.md``.
 
     ``fault`` is true for the fault scenarios; ``expected_codes`` maps
-    ``"openai"``/``"anthropic"`` to the ``LlmError`` code (raised) or failure
+    each wire's name (``WIRES``) to the ``LlmError`` code (raised) or failure
     code (of an ``error`` finish) an adapter must report, ``None`` for
     replies; ``expected`` is what a correct adapter assembles (for a fault:
     the partial output delivered before it). ``echo`` depends on the request:
@@ -443,7 +446,7 @@ def _reply(
 
 
 def _both(code: str) -> dict[str, str]:
-    return {"openai": code, "anthropic": code}
+    return dict.fromkeys(WIRES, code)
 
 
 def _stream_fault(name: str, description: str, codes: dict[str, str], script: Script) -> Scenario:

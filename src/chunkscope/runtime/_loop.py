@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
-from chunkscope.adapters import AbortSignal, GenerateOptions, LlmAdapter
+from chunkscope.adapters import AbortSignal, GenerateOptions, LlmAdapter, turn_paused
 from chunkscope.protocol import (
     AnyChunk,
     LlmError,
@@ -311,8 +311,11 @@ class AgentLoop:
     Each step streams one model call (retried per ``retry``), assembles it,
     runs the requested tool calls concurrently, appends the assistant message
     and the tool results, and continues until a finish that is not
-    ``tool-calls`` or ``max_steps`` steps. ``log`` (a ``UsageSink``) records
-    every attempt; ``profile`` is the rule profile the steps are checked under.
+    ``tool-calls`` or ``max_steps`` steps. A ``stop`` finish that paused the
+    turn (Anthropic ``pause_turn``; ``adapters.turn_paused``) is not the end:
+    the assistant message goes back as the next step, which continues it.
+    ``log`` (a ``UsageSink``) records every attempt; ``profile`` is the rule
+    profile the steps are checked under.
     """
 
     def __init__(
@@ -452,6 +455,12 @@ class AgentLoop:
                     break
                 finish = result.finish
                 calls = result.tool_calls
+                if result.chunks and turn_paused(result.chunks[-1]):
+                    # The provider paused a long turn (Anthropic pause_turn): sending the
+                    # assistant message back continues it, as the next step.
+                    messages.append(result.message())
+                    yield StepEnd(now(), step, result, tuple(attempts))
+                    continue
                 if finish is None or finish.kind != "tool-calls" or not calls:
                     yield StepEnd(now(), step, result, tuple(attempts))
                     outcome = "done"

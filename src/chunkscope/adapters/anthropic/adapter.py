@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo
-from .._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
+from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
 from .request import DEFAULT_MAX_TOKENS, THINKING_BUDGETS, THINKING_EFFORTS, build_body
 from .translate import AnthropicTranslator
 

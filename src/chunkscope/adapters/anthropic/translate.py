@@ -19,7 +19,9 @@ the order blocks are emitted; a block that the wire opens while another is
 still open is buffered and emitted, whole, after the open one ends, so blocks
 never interleave. Usage and finish are deferred to ``message_stop`` (the
 stream's terminator), so nothing follows the finish. Usage with
-``iterations[]`` (compaction) is the sum over every billed iteration.
+``iterations[]`` (compaction) is the sum over every billed iteration of this
+call's model; ``advisor_message`` iterations (the advisor tool's model) are
+another model's tokens and are not added.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from .._failures import (
     preview,
     stream_error,
 )
+from .._finish import PAUSE_TURN_KEY, finish_failure
 
 __all__ = [
     "AnthropicTranslator",
@@ -107,19 +110,19 @@ def map_stop_reason(stop_reason: str) -> FinishReason:
     """Map an Anthropic ``stop_reason`` to a finish reason.
 
     ``end_turn``/``stop_sequence`` → stop, ``tool_use`` → tool-calls,
-    ``max_tokens`` → max-tokens; anything else (``refusal``, ``pause_turn``,
-    future reasons) is an ``error`` finish whose code is the upper-cased reason.
+    ``max_tokens`` → max-tokens, ``pause_turn`` → stop (the translator marks the
+    finish's ``replay_state`` with ``pauseTurn``: continue the turn, see ``_finish``);
+    anything else is an ``error`` finish with the registered code (``refusal`` →
+    ``REFUSAL``, ``model_context_window_exceeded`` → ``CONTEXT_WINDOW_EXCEEDED``) or,
+    for a reason the package does not map, the upper-cased reason.
     """
-    if stop_reason in ("end_turn", "stop_sequence"):
+    if stop_reason in ("end_turn", "stop_sequence", "pause_turn"):
         return FinishReason(kind="stop")
     if stop_reason == "tool_use":
         return FinishReason(kind="tool-calls")
     if stop_reason == "max_tokens":
         return FinishReason(kind="max-tokens")
-    return FinishReason(
-        kind="error",
-        failure=LlmFailure(message=f"the model stopped: {stop_reason}", code=stop_reason.upper()),
-    )
+    return finish_failure(stop_reason)
 
 
 @dataclass
@@ -320,11 +323,15 @@ class AnthropicTranslator:
 
     def _read_iterations(self, iterations: list[Any]) -> None:
         # Compaction bills several iterations; the top-level counts describe only the last one.
+        # An advisor_message iteration is another model's tokens (the advisor's, billed at its
+        # own price): not this call's usage, so it is left out of the sums.
         rid = self.request_id
         sums: dict[str, int] = {}
         for entry in iterations:
             if not isinstance(entry, dict):
                 raise _malformed("usage.iterations[] entry is not an object", rid)
+            if entry.get("type") == _ADVISOR_ITERATION:
+                continue
             for name in _ITERATION_COUNTS:
                 value = _count(entry.get(name), f"iterations[].{name}", rid)
                 if value is not None:
@@ -460,7 +467,11 @@ class AnthropicTranslator:
                     f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
                     self.request_id,
                 )
+        paused = self._stop_reason == "pause_turn"
         has_content = any(b.kind == "tool-call" or "".join(b.parts) for b in self._emitted)
+        # A pause with nothing to send back (only block types we skip) cannot be continued
+        # from our message: it is the same empty response as an end_turn without content.
+        paused = paused and has_content
         if reason.kind == "stop" and not has_content:
             reason = FinishReason(
                 kind="error",
@@ -477,8 +488,11 @@ class AnthropicTranslator:
                 kind=reason.kind,
                 failure=reason.failure.model_copy(update={"request_id": self.request_id}),
             )
+        state = self.replay_state()
+        if paused:  # not a failure: the client sends the assistant message back to continue the turn
+            state = {**(state or {}), PAUSE_TURN_KEY: True}
         out.append(Usage(usage=self.usage()))
-        out.append(Finish(reason=reason, replay_state=self.replay_state()))
+        out.append(Finish(reason=reason, replay_state=state))
         self.done = True
         return out
 
@@ -588,6 +602,9 @@ _ITERATION_COUNTS = (
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
 )
+
+_ADVISOR_ITERATION = "advisor_message"
+"""The ``usage.iterations[]`` type of the advisor tool's model: its tokens are not this call's."""
 
 
 def _is_json_object(text: str) -> bool:

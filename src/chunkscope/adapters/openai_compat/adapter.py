@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
-from .._sse import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
+from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
 from .request import build_body
 from .translate import OpenAITranslator
 

@@ -64,6 +64,7 @@ from chunkscope.protocol._chunks import trusted  # internal: chunk models withou
 from chunkscope.protocol._words import type_phrase
 
 from .._failures import loads, preview, stream_error
+from .._finish import finish_failure
 
 __all__ = ["OpenAITranslator", "map_finish_reason", "map_usage"]
 
@@ -633,7 +634,9 @@ def _expect_str(value: Any, where: str) -> str:
 def map_finish_reason(reason: str) -> FinishReason:
     """A wire ``finish_reason`` as a finish reason: ``stop`` / ``tool_calls`` / ``length`` →
     ``stop`` / ``tool-calls`` / ``max-tokens``; anything else an ``error`` finish with the
-    upper-cased reason as its code."""
+    registered code (``content_filter`` → ``CONTENT_FILTER``, DeepSeek's
+    ``insufficient_system_resource`` → ``SERVER``) or, for a reason the package does not
+    map, the upper-cased reason (the ``<FINISH_REASON>`` family; see ``_finish``)."""
     return _finish_reason(reason)
 
 
@@ -646,10 +649,7 @@ def _finish_reason(reason: str) -> FinishReason:
     kind = _FINISH_KINDS.get(reason)
     if kind is not None:
         return FinishReason(kind=kind)  # type: ignore[arg-type]
-    return FinishReason(
-        kind="error",
-        failure=LlmFailure(message=f"the model stopped: {reason}", code=reason.upper()),
-    )
+    return finish_failure(reason)
 
 
 def _count(usage: Mapping[str, Any], key: str) -> int | None:

@@ -96,6 +96,8 @@ def _count(value: Any) -> str:
 def error_parts(error: ErrorInfo) -> list[str]:
     """The facts after the code on an error badge, in reading order."""
     parts = [error.message] if error.message else []
+    if error.unmapped:
+        parts.append("unmapped code: not in cs.ERROR_CODES")
     if error.status is not None:
         parts.append(f"HTTP {error.status}")
     if error.retry_after_ms is not None:

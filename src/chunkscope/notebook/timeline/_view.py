@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chunkscope.protocol._errors import is_unmapped
+
 from ._records import decode_record
 
 __all__ = ["Segment", "ErrorInfo", "TimelineView", "derive", "error_info", "STATE_VERSION"]
@@ -71,6 +73,11 @@ class ErrorInfo:
     causes: tuple[str, ...] = ()
     retryable: bool | None = None
     source: str = "raised"  # "raised" (the stream raised) or "finish" (an error/aborted finish)
+
+    @property
+    def unmapped(self) -> bool:
+        """True when the code is no registered code (e.g. a finish reason the package does not map)."""
+        return is_unmapped(self.code)
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Render a neutral script as DeepSeek/OpenAI chat completions (SSE chunks or one JSON body).
+"""The local provider's DeepSeek/OpenAI chat completions wire: a script as SSE chunks or one JSON body.
+
+Routes: ``POST /v1/chat/completions`` and ``/chat/completions`` (DeepSeek's unversioned path).
 
 The stream is what DeepSeek sends: a first chunk carrying only
 ``role: assistant`` with an empty ``content`` (an empty ``reasoning_content``
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Union
+from typing import Any
 
-from ._scenarios import (
+from .._scenarios import (
     Collected,
     CutBeforeUsage,
     Drop,
@@ -33,11 +35,34 @@ from ._scenarios import (
     WireUsage,
     collect_steps,
 )
+from ._frames import Frame
 
 __all__ = ["Frame", "openai_stream", "openai_body", "openai_usage", "MALFORMED_PAYLOAD", "IN_STREAM_ERROR"]
 
-Frame = Union[str, Stall, Drop]
-"""One SSE event (text to send as-is), or a pause or a connection drop for the server to act out."""
+
+
+def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
+    """An error answer's JSON body in this wire's shape."""
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+def stream(script: Script, body: dict[str, Any], response_number: int, created: int) -> Iterator[Frame]:
+    """The streaming answer to request ``body``: ``usage`` only when it asked for it."""
+    options = body.get("stream_options")
+    return openai_stream(
+        script,
+        model=body["model"],
+        response_id=f"chatcmpl-chunkscope-{response_number:06d}",
+        created=created,
+        include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+    )
+
+
+def whole(script: Script, body: dict[str, Any], response_number: int, created: int) -> dict[str, Any]:
+    """The non-streaming answer to request ``body``."""
+    return openai_body(
+        script, model=body["model"], response_id=f"chatcmpl-chunkscope-{response_number:06d}", created=created
+    )
 
 MALFORMED_PAYLOAD = '{"choices": [{"index": 0, "delta": {"content": "unterminated'
 """The ``fault-malformed`` payload: JSON cut short."""

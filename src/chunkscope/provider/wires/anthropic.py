@@ -1,4 +1,6 @@
-"""Render a neutral script as Anthropic Messages (SSE events or one JSON body).
+"""The local provider's Anthropic Messages wire: a neutral script as SSE events or one JSON body.
+
+Route: ``POST /v1/messages``.
 
 ``message_start`` (usage: ``input_tokens`` uncached, ``cache_read_input_tokens``
 only when the script reports a cache hit), a ``ping``, then one content block
@@ -21,8 +23,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._openai_wire import Frame
-from ._scenarios import (
+from .._scenarios import (
     CutBeforeUsage,
     Drop,
     Finish,
@@ -40,6 +41,7 @@ from ._scenarios import (
     WireUsage,
     collect_steps,
 )
+from ._frames import Frame
 
 __all__ = ["anthropic_stream", "anthropic_body", "STOP_REASONS", "THINKING_SIGNATURE", "IN_STREAM_ERROR"]
 
@@ -62,6 +64,24 @@ IN_STREAM_ERROR: dict[str, Any] = {
     "error": {"type": "overloaded_error", "message": "Overloaded"},
 }
 """The ``event: error`` payload ``fault-in-stream-error`` sends inside its 200 stream."""
+
+
+def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
+    """An error answer's JSON body in this wire's shape."""
+    body: dict[str, Any] = {"type": "error", "error": {"type": type_, "message": message}}
+    if code is not None:
+        body["error"]["code"] = code
+    return body
+
+
+def stream(script: Script, body: dict[str, Any], response_number: int, created: int) -> Iterator[Frame]:
+    """The streaming answer to request ``body``."""
+    return anthropic_stream(script, model=body["model"], message_id=f"msg_chunkscope_{response_number:06d}")
+
+
+def whole(script: Script, body: dict[str, Any], response_number: int, created: int) -> dict[str, Any]:
+    """The non-streaming answer to request ``body``."""
+    return anthropic_body(script, model=body["model"], message_id=f"msg_chunkscope_{response_number:06d}")
 
 
 def _dumps(obj: Any) -> str:

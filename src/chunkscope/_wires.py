@@ -1,0 +1,72 @@
+"""The neutral wire facts: every wire chunkscope speaks, named once, importing nothing.
+
+``WIRE_FACTS`` holds what every layer may know of a wire without loading its adapter: its
+name, its title, the environment variables its key is read from, the provider name its
+calls are logged under, and where its base URL sits relative to a server's root. It sits
+at the package root and imports nothing (not even pydantic), so the local provider — which
+imports nothing of the adapters it judges — and the command line at start-up read the same
+rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
+class; ``chunkscope.provider.wires`` to the routes the local provider serves.
+
+Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
+under ``provider/wires/``, one row here and its adapter in ``adapters/wires.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_WIRE", "WIRE_FACTS", "WireFacts"]
+
+
+@dataclass(frozen=True)
+class WireFacts:
+    """What a caller needs to know of a wire, whatever server is behind it.
+
+    Attributes:
+        name: the wire's id (``wire=`` in conformance, ``--wire`` on the command line).
+        title: the wire's name for people (help texts).
+        label: the wire's short name for people (``chunkscope serve``'s banner).
+        key_variables: environment variables a key is looked for in, in order.
+        provider: the provider name its calls are registered and logged under.
+        base_path: what follows a server's root in the base URL this wire's adapters
+            (and its official SDK) take: ``"/v1"`` for ``{root}/v1``, ``""`` for the root.
+    """
+
+    name: str
+    title: str
+    label: str
+    key_variables: tuple[str, ...]
+    provider: str
+    base_path: str
+
+    def base_url(self, root: str) -> str:
+        """The base URL this wire's adapters take for a server whose root is ``root``."""
+        return root.rstrip("/") + self.base_path
+
+
+WIRE_FACTS: dict[str, WireFacts] = {
+    facts.name: facts
+    for facts in (
+        WireFacts(
+            name="openai",
+            title="DeepSeek / OpenAI chat completions",
+            label="OpenAI / DeepSeek",
+            key_variables=("DEEPSEEK_API_KEY", "OPENAI_API_KEY"),
+            provider="deepseek",
+            base_path="/v1",
+        ),
+        WireFacts(
+            name="anthropic",
+            title="Anthropic Messages",
+            label="Anthropic",
+            key_variables=("ANTHROPIC_API_KEY",),
+            provider="anthropic",
+            base_path="",
+        ),
+    )
+}
+"""Every wire, by name, in the order help texts and banners list them."""
+
+DEFAULT_WIRE = next(iter(WIRE_FACTS))
+"""The wire used when none is named (the first row)."""

@@ -1,0 +1,212 @@
+"""SSE framing and bounded body decoding: bytes → ``(event_name, data)`` events, within limits."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent"]
+
+DEFAULT_MAX_EVENT_BYTES = 8 << 20
+"""Largest single SSE event (its raw lines) accepted: 8 MiB. Beyond it: ``MALFORMED_RESPONSE``."""
+DEFAULT_MAX_BODY_BYTES = 256 << 20
+"""Largest response body accepted after decompression: 256 MiB. Beyond it: ``MALFORMED_RESPONSE``."""
+
+SseEvent = tuple[str, str]
+"""One dispatched SSE event: ``(event_name, data)``; the name is ``"message"`` when none was sent."""
+
+_INFLATE_PIECE = 1 << 20  # decompressed bytes handled per step: peak memory stays near the limits
+
+
+# --- SSE framing ----------------------------------------------------------------------
+
+
+class SseDecoder:
+    """Bytes → SSE events (WHATWG framing: LF, CRLF or CR lines; BOM; comments; multi-line data).
+
+    ``feed(data)`` returns the events completed by ``data``; ``end()`` returns
+    an event left unterminated at the end of the body. Reads may split
+    anywhere (inside a UTF-8 sequence, between CR and LF). An event whose raw
+    text exceeds ``max_event_bytes`` sets ``failure`` (a ``ValueError``) as
+    soon as it is seen, so one endless line never piles up in memory; the
+    events before it are still returned, and every later ``feed`` raises it. Comment lines go to ``comments``
+    (when ``keep_comments``). Invalid UTF-8 becomes U+FFFD, as in a browser.
+    """
+
+    __slots__ = (
+        "_cr",
+        "_parts",
+        "_size",
+        "_started",
+        "comments",
+        "failure",
+        "keep_comments",
+        "max_event_bytes",
+    )
+
+    def __init__(
+        self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, keep_comments: bool = False
+    ) -> None:
+        self.max_event_bytes = max_event_bytes
+        self.keep_comments = keep_comments
+        self.comments: list[str] = []
+        self._parts: list[bytes] = []  # the unterminated event so far
+        self._size = 0
+        self._cr = False  # the previous read ended in CR (maybe half of CRLF)
+        self._started = False
+        self.failure: ValueError | None = None
+
+    def feed(self, data: bytes) -> list[SseEvent]:
+        """The events ``data`` completes, up to an event past ``max_event_bytes`` (then ``failure``)."""
+        if self.failure is not None:
+            raise self.failure
+        if not self._started:
+            if not data:
+                return []
+            self._started = True
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+        if self._cr or b"\r" in data:
+            data = self._normalise(data)
+        parts = self._parts
+        if parts:
+            if b"\n" not in data:
+                self._hold(data)
+                if self.failure is not None:
+                    raise self.failure
+                return []
+            parts.append(data)
+            data = b"".join(parts)
+            parts.clear()
+            self._size = 0
+        blocks = data.split(b"\n\n")
+        tail = blocks.pop()
+        if tail:
+            self._hold(tail)
+        events: list[SseEvent] = []
+        limit = self.max_event_bytes
+        for block in blocks:
+            if len(block) > limit:
+                self.failure = ValueError(
+                    f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes"
+                )
+                return events
+            # The common event, one ``data: `` line, takes no line parsing at all.
+            if block.startswith(b"data: ") and b"\n" not in block:
+                events.append(("message", block[6:].decode("utf-8", "replace")))
+            elif block:
+                self._parse(block, events)
+        return events
+
+    def end(self) -> list[SseEvent]:
+        """The event left unterminated at the end of the body (its last line ends at EOF)."""
+        data = b"".join(self._parts)
+        self._parts.clear()
+        self._size = 0
+        self._cr = False
+        events: list[SseEvent] = []
+        if data.strip(b"\n"):
+            self._parse(data.rstrip(b"\n"), events)
+        return events
+
+    def _hold(self, data: bytes) -> None:
+        self._size += len(data)
+        if self._size > self.max_event_bytes:
+            self._parts.clear()
+            size, self._size = self._size, 0
+            self.failure = ValueError(
+                f"an SSE event of more than {size} bytes exceeds the limit of {self.max_event_bytes} bytes"
+            )
+            return
+        self._parts.append(data)
+
+    def _normalise(self, data: bytes) -> bytes:
+        if self._cr:
+            self._cr = False
+            if data.startswith(b"\n"):
+                data = data[1:]  # the LF of a CRLF split across reads
+        if data.endswith(b"\r"):
+            self._cr = True  # may be half a CRLF: the line ends here either way
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def _parse(self, block: bytes, events: list[SseEvent]) -> None:
+        name = "message"
+        data: list[str] | None = None
+        for raw in block.split(b"\n"):
+            if not raw:
+                if data is not None:  # a blank line inside the block ("\n\n\n" runs): dispatch
+                    events.append((name, "\n".join(data)))
+                name, data = "message", None
+                continue
+            line = raw.decode("utf-8", "replace")
+            field, colon, value = line.partition(":")
+            if not field:
+                if self.keep_comments:
+                    self.comments.append(value[1:] if value.startswith(" ") else value)
+                continue
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if field == "data":
+                if data is None:
+                    data = [value]
+                else:
+                    data.append(value)
+            elif field == "event":
+                name = value or "message"
+        if data is not None:
+            events.append((name, "\n".join(data)))
+
+
+# --- bounded body decoding ----------------------------------------------------------------
+
+
+class _Body:
+    """Raw body bytes → decoded bytes in bounded pieces, counting toward ``max_body_bytes``."""
+
+    __slots__ = ("_inflater", "_started", "encoding", "limit", "total")
+
+    SUPPORTED: ClassVar[frozenset[str]] = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.encoding = encoding
+        self.limit = limit
+        self.total = 0
+        self._started = False
+        self._inflater: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif encoding == "deflate":
+            self._inflater = zlib.decompressobj()
+
+    def _count(self, n: int) -> None:
+        self.total += n
+        if self.total > self.limit:
+            raise ValueError(f"the response body exceeds the limit of {self.limit} bytes")
+
+    def pieces(self, raw: bytes) -> Iterator[bytes]:
+        inflater = self._inflater
+        if inflater is None:
+            self._count(len(raw))
+            yield raw
+            return
+        data = raw
+        while data:
+            try:
+                out = inflater.decompress(data, _INFLATE_PIECE)
+            except zlib.error as exc:
+                if self.encoding == "deflate" and not self._started:
+                    # Servers send raw deflate as often as zlib-wrapped deflate.
+                    self._inflater = inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._started = True
+                    continue
+                raise ValueError(f"the {self.encoding} body cannot be decompressed: {exc}") from None
+            self._started = True
+            data = inflater.unconsumed_tail
+            if out:
+                self._count(len(out))
+                yield out
+            if inflater.eof:
+                break
+
+

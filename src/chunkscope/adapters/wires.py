@@ -1,0 +1,55 @@
+"""The wire table with its adapters: ``WIRES`` joins each neutral wire row to its adapter.
+
+``WIRES`` maps a wire's name to its ``Wire``: the neutral facts of ``chunkscope._wires``
+(title, key variables, provider name, base-URL form) plus the built-in adapter class. The
+conformance kit (``wire=``), its pytest plugin and ``chunkscope record`` build adapters from
+it; none of them spells a wire's name. The local provider reads only the neutral rows (it
+imports nothing of the adapters it judges).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._wires import DEFAULT_WIRE, WIRE_FACTS, WireFacts
+from ._base import LlmAdapter
+from .anthropic import AnthropicAdapter
+from .openai_compat import OpenAICompatAdapter
+
+__all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
+
+_ADAPTERS: dict[str, type[LlmAdapter]] = {"openai": OpenAICompatAdapter, "anthropic": AnthropicAdapter}
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One wire: its neutral facts and the built-in adapter class that speaks it.
+
+    ``adapter`` is called as ``adapter(base_url=, api_key=, ...)`` (``idle_timeout``,
+    ``http_client`` …, as every built-in SSE adapter takes them).
+    """
+
+    facts: WireFacts
+    adapter: type[LlmAdapter]
+
+    @property
+    def name(self) -> str:
+        """The wire's id."""
+        return self.facts.name
+
+    def base_url(self, root: str) -> str:
+        """The base URL this wire's adapters take for a server whose root is ``root``."""
+        return self.facts.base_url(root)
+
+
+WIRES: dict[str, Wire] = {name: Wire(facts, _ADAPTERS[name]) for name, facts in WIRE_FACTS.items()}
+"""Every wire, by name, with its adapter (the order of ``chunkscope._wires.WIRE_FACTS``)."""
+
+
+def wire_named(name: str) -> Wire:
+    """The row of wire ``name``; ``ValueError`` naming the wires for any other name."""
+    wire = WIRES.get(name)
+    if wire is None:
+        known = ", ".join(repr(n) for n in WIRES)
+        raise ValueError(f"unknown wire {name!r}: the wires are {known}")
+    return wire

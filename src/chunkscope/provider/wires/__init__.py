@@ -1,0 +1,83 @@
+"""The local provider's wires: one module per wire, joined to the neutral wire table.
+
+Each module (``openai``, ``anthropic``) renders a neutral script in its wire's shapes and
+says how its errors look; ``PROVIDER_WIRES`` joins it to its row of ``chunkscope._wires``
+with the routes the provider serves for it, and ``_app.build_app`` builds its routes from
+this table. Nothing here imports the adapters the provider judges.
+
+Adding a wire: one module here with ``error_body``, ``stream``, ``whole``,
+``IN_STREAM_ERROR`` and its routes in a row below (the neutral facts' row comes first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..._wires import WIRE_FACTS, WireFacts
+from .._scenarios import HttpFault, Script
+from . import anthropic, openai
+from ._frames import Frame
+
+__all__ = ["PROVIDER_WIRES", "Frame", "ProviderWire"]
+
+
+@dataclass(frozen=True)
+class ProviderWire:
+    """One wire as the local provider serves it.
+
+    Attributes:
+        facts: the wire's neutral row (name, base-URL form …).
+        routes: the POST paths this wire's requests arrive on.
+        not_found_type: the error ``type`` of an unknown model on this wire.
+        error_body: ``(message, type, code) -> body`` of an error answer.
+        stream: ``(script, request body, response number, created) -> frames`` of a streamed answer.
+        whole: the same, as one JSON body.
+        in_stream_error: the error object ``fault-in-stream-error`` sends inside a 200 answer.
+        fault_body: the body of a scenario's HTTP fault on this wire.
+    """
+
+    facts: WireFacts
+    routes: tuple[str, ...]
+    not_found_type: str
+    error_body: Callable[[str, str, str | None], dict[str, Any]]
+    stream: Callable[[Script, dict[str, Any], int, int], Iterator[Frame]]
+    whole: Callable[[Script, dict[str, Any], int, int], dict[str, Any]]
+    in_stream_error: Mapping[str, Any]
+    fault_body: Callable[[HttpFault], Mapping[str, Any]]
+
+    @property
+    def name(self) -> str:
+        """The wire's id."""
+        return self.facts.name
+
+
+def _rows() -> Iterator[ProviderWire]:
+    yield ProviderWire(
+        WIRE_FACTS["openai"],
+        routes=("/v1/chat/completions", "/chat/completions"),
+        not_found_type="invalid_request_error",
+        error_body=openai.error_body,
+        stream=openai.stream,
+        whole=openai.whole,
+        in_stream_error=openai.IN_STREAM_ERROR,
+        fault_body=lambda fault: fault.openai_body,
+    )
+    yield ProviderWire(
+        WIRE_FACTS["anthropic"],
+        routes=("/v1/messages",),
+        not_found_type="not_found_error",
+        error_body=anthropic.error_body,
+        stream=anthropic.stream,
+        whole=anthropic.whole,
+        in_stream_error=anthropic.IN_STREAM_ERROR,
+        fault_body=lambda fault: fault.anthropic_body,
+    )
+
+
+PROVIDER_WIRES: dict[str, ProviderWire] = {wire.name: wire for wire in _rows()}
+"""Every wire the local provider serves, in the wire table's order."""
+
+if list(PROVIDER_WIRES) != list(WIRE_FACTS):  # a wire row without its provider module, or the reverse
+    raise RuntimeError(f"the provider serves {list(PROVIDER_WIRES)}, the wire table lists {list(WIRE_FACTS)}")
