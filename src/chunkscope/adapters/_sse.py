@@ -39,6 +39,7 @@ from chunkscope.protocol import AnyChunk, LlmError
 from ._base import GenerateOptions, LlmAdapter
 from ._failures import (
     bounded,
+    detach_credentials,
     error_from_response,
     loads,
     redact,
@@ -652,7 +653,7 @@ class SseAdapter(LlmAdapter):
                     guard.check()
                 response = await guard.run(client.send(request, stream=True, follow_redirects=False))
                 guard.response = response
-                rid = request_id(response.headers)
+                rid = request_id(response.headers, secrets)
                 translator.request_id = rid
                 await self._accept(guard, response, secrets)
                 decoder = SseDecoder(self.max_event_bytes)
@@ -719,6 +720,7 @@ class SseAdapter(LlmAdapter):
                 error = LlmError(bounded(f"{label}: {exc}", secrets), "MALFORMED_RESPONSE", request_id=rid)
                 raise error from None
             except _TRANSPORT_ERRORS as exc:
+                detach_credentials(exc, secrets)  # it stays the error's __context__: no key on it
                 cause = guard.cause
                 if cause is not None:
                     raise _final(cause, secrets, rid) from None
