@@ -241,3 +241,37 @@ async def test_an_agent_result_of_a_failed_run_carries_no_key_in_a_pickle_or_a_q
     assert back.outcome == "error" and back.error.code == "TRANSPORT"
     assert_no_key("the AgentResult after a queue", pickle.dumps(back))
     queue.close()
+
+
+TOOL_CALL = (
+    b'data: {"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    b'"type":"function","function":{"name":"stop_here","arguments":"{}"}}]}}]}\n\n'
+    b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+async def test_an_abort_reason_quoting_the_key_is_redacted_in_the_agent_result() -> None:
+    controller = cs.AbortController()
+
+    @cs.tool
+    def stop_here() -> str:
+        """Abort the run, with a careless reason."""
+        controller.abort(f"user pressed stop; key was {KEY}")
+        return "stopped"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=TOOL_CALL)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    adapter = cs.OpenAICompatAdapter("http://127.0.0.1:9", api_key=KEY, http_client=client)
+    loop = cs.AgentLoop(RecordingAdapter(adapter, "/dev/null"), [stop_here])
+    result = await loop.run("hi", model="deepseek-chat", signal=controller.signal)
+    await client.aclose()
+    assert result.outcome == "aborted" and result.error is not None and result.error.code == "ABORTED"
+    assert "user pressed stop; key was ***" in result.error.message
+    for where, output in {
+        "the abort error": repr(result.error) + str(result.error) + cs.error_chain(result.error),
+        "the pickled AgentResult": pickle.dumps(result),
+    }.items():
+        assert_no_key(where, output)

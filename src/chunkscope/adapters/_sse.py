@@ -584,6 +584,11 @@ class SseAdapter(LlmAdapter):
         """Close the HTTP client the adapter made (a caller's client stays open). Idempotent."""
         await self._clients.aclose()
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
+        key = self._credential.peek()
+        return redact(text, (key,)) if key is not None else text
+
     # -- what a wire supplies --
 
     @abstractmethod

@@ -443,7 +443,7 @@ class AgentLoop:
                 failure = _failure_of(result)
                 if signal is not None and signal.aborted:
                     yield StepEnd(now(), step, result, tuple(attempts))
-                    outcome, error = "aborted", _abort_error(signal, failure)
+                    outcome, error = "aborted", self._abort_error(base.provider, signal, failure)
                     break
                 if failure is not None:
                     yield StepEnd(now(), step, result, tuple(attempts))
@@ -461,7 +461,7 @@ class AgentLoop:
                     yield tool_event
                 yield StepEnd(now(), step, result, tuple(attempts))
                 if signal is not None and signal.aborted:
-                    outcome, error = "aborted", _abort_error(signal, None)
+                    outcome, error = "aborted", self._abort_error(base.provider, signal, None)
                     break
                 messages.append(Message(role="user", content=[o.block() for o in record.tools]))
         except asyncio.CancelledError:
@@ -559,6 +559,18 @@ class AgentLoop:
             content = content[:_MAX_RESULT_CHARS] + " …(cut)"
         return ToolOutcome(call, content, is_error, now() - start)
 
+    def _abort_error(self, provider: str, signal: AbortSignal, failure: LlmError | None) -> LlmError:
+        """The run's ``ABORTED`` error: the adapter's own (already redacted), else the reason, redacted."""
+        if failure is not None and failure.code == "ABORTED":
+            return failure
+        reason = signal.reason
+        text = "the run was aborted" + (f" ({reason})" if reason is not None else "")
+        try:
+            text = self.runtime.adapter_for(provider).redact(text)
+        except Exception:  # no adapter to ask, or one whose redact fails: the reason is left out
+            text = "the run was aborted"
+        return LlmError(text, "ABORTED")
+
     def _record(
         self,
         result: StreamResult,
@@ -604,11 +616,6 @@ def _aborted(signal: AbortSignal | None, failure: LlmError) -> bool:
     return failure.code == "ABORTED" or (signal is not None and signal.aborted)
 
 
-def _abort_error(signal: AbortSignal, failure: LlmError | None) -> LlmError:
-    if failure is not None and failure.code == "ABORTED":
-        return failure
-    reason = signal.reason
-    return LlmError("the run was aborted" + (f" ({reason})" if reason is not None else ""), "ABORTED")
 
 
 async def _abortable(stream: AsyncIterator[AnyChunk], signal: AbortSignal | None) -> AsyncIterator[AnyChunk]:
