@@ -250,3 +250,60 @@ async def test_a_consumer_that_stops_reading_ends_the_run_as_aborted() -> None:
     await iterator.aclose()  # type: ignore[attr-defined]
     assert loop.last_result is not None and loop.last_result.aborted
     assert len(adapter.calls) == 1  # no further step was started
+
+
+# --- a tool raising what is not an Exception -------------------------------------------
+
+
+def _one_tool_loop(fn: Any) -> cs.AgentLoop:
+    adapter = SequenceAdapter([Call(tool_reply(("c1", fn.__name__, "{}"))), Call(text_reply("after"))])
+    return cs.AgentLoop(adapter, [cs.tool(fn)])
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_tool_raising_cancelled_error_is_a_tool_error_the_model_sees(is_async: bool) -> None:
+    def sync_cancel() -> str:
+        raise asyncio.CancelledError("gave up")
+
+    async def async_cancel() -> str:
+        raise asyncio.CancelledError("gave up")
+
+    loop = _one_tool_loop(async_cancel if is_async else sync_cancel)
+    events = [e async for e in loop.run("hi", model="m")]
+    end = events[-1]
+    assert isinstance(end, cs.LoopEnd) and end.result.outcome == "done" and end.result.text == "after"
+    outcome = end.result.tool_outcomes[0]
+    assert outcome.is_error and outcome.content == "error: the tool raised CancelledError: gave up"
+
+
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_tool_raising_keyboard_interrupt_or_system_exit_ends_the_run_with_a_result(
+    kind: type[BaseException], is_async: bool
+) -> None:
+    def sync_stop() -> str:
+        raise kind()
+
+    async def async_stop() -> str:
+        raise kind()
+
+    loop = _one_tool_loop(async_stop if is_async else sync_stop)
+    events: list[Any] = []
+    with pytest.raises(kind):
+        async for event in loop.run("hi", model="m"):
+            events.append(event)
+    end = events[-1]
+    assert isinstance(end, cs.LoopEnd) and end.result is loop.last_result
+    assert end.result.outcome == "aborted" and end.result.error is not None
+    assert end.result.error.code == "ABORTED" and kind.__name__ in end.result.error.message
+    assert end.result.tool_outcomes[0].is_error and len(end.result.steps) == 1
+
+
+def test_run_sync_raises_the_tools_keyboard_interrupt_after_keeping_the_result() -> None:
+    def stop() -> str:
+        raise KeyboardInterrupt
+
+    loop = _one_tool_loop(stop)
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_sync("hi", model="m")
+    assert loop.last_result is not None and loop.last_result.outcome == "aborted"

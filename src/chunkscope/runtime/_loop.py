@@ -4,9 +4,14 @@ Every step's attempts, every chunk, tool call, tool result and retry wait is
 an event (``run`` yields them); the ``AgentResult`` at the end keeps every
 step's ``StreamResult``, every attempt's usage and the ``LlmError`` of a failed
 step. A tool problem (arguments that are not JSON or do not fit the schema,
-an unknown tool, a tool that raises) goes back to the model as an error tool
-result: the loop does not crash. The ``AbortSignal`` stops the stream, the
-running tools and a backoff wait at once.
+an unknown tool, a tool that raises — ``CancelledError`` included, unless the
+run itself is being cancelled) goes back to the model as an error tool
+result: the loop does not crash. A tool raising ``KeyboardInterrupt`` or
+``SystemExit`` ends the run: the other tools are cancelled, the result has
+outcome ``aborted`` (an ``ABORTED`` error naming the exception), ``LoopEnd``
+is yielded and ``last_result`` set, and then the exception is raised again,
+so Ctrl-C and ``sys.exit()`` still stop the program. The ``AbortSignal``
+stops the stream, the running tools and a backoff wait at once.
 """
 
 from __future__ import annotations
@@ -398,6 +403,7 @@ class AgentLoop:
         retries: list[RetryScheduled] = []
         outcome: Outcome = "max_steps"
         error: LlmError | None = None
+        fatal: list[BaseException] = []  # a tool's KeyboardInterrupt / SystemExit, re-raised after LoopEnd
         try:
             for step in range(1, self.max_steps + 1):
                 yield StepStart(now(), step)
@@ -457,9 +463,13 @@ class AgentLoop:
                     outcome = "done"
                     break
                 messages.append(result.message())
-                async for tool_event in self._tools(calls, step, signal, now, record):
+                async for tool_event in self._tools(calls, step, signal, now, record, fatal):
                     yield tool_event
                 yield StepEnd(now(), step, result, tuple(attempts))
+                if fatal:
+                    stopped = f"a tool raised {type(fatal[0]).__name__}: the run stopped"
+                    outcome, error = "aborted", LlmError(stopped, "ABORTED")
+                    break
                 if signal is not None and signal.aborted:
                     outcome, error = "aborted", self._abort_error(base.provider, signal, None)
                     break
@@ -474,6 +484,8 @@ class AgentLoop:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
             self.last_result = final
         yield LoopEnd(now(), final)
+        if fatal:
+            raise fatal[0]  # Ctrl-C / sys.exit() in a tool still stops the program, after the result
 
     async def _attempt(
         self,
@@ -516,12 +528,13 @@ class AgentLoop:
         signal: AbortSignal | None,
         now: _Clock,
         record: StepRecord,
+        fatal: list[BaseException],
     ) -> AsyncIterator[AgentEvent]:
         outcomes: dict[int, ToolOutcome] = {}
         pending: dict[asyncio.Future[ToolOutcome], int] = {}
         for i, call in enumerate(calls):
             yield ToolCallEvent(now(), step, call)
-            pending[asyncio.ensure_future(self._call_tool(call, now))] = i
+            pending[asyncio.ensure_future(self._call_tool(call, now, fatal))] = i
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
             while pending:
@@ -535,6 +548,8 @@ class AgentLoop:
                     i = pending.pop(task)
                     outcomes[i] = task.result()
                     yield ToolResultEvent(now(), step, outcomes[i])
+                if fatal:
+                    break  # the other tools are cancelled: the run stops
         finally:
             for task in pending:
                 task.cancel()
@@ -542,7 +557,7 @@ class AgentLoop:
                 aborted.cancel()
         record.tools.extend(outcomes[i] for i in sorted(outcomes))
 
-    async def _call_tool(self, call: ToolCallBlock, now: _Clock) -> ToolOutcome:
+    async def _call_tool(self, call: ToolCallBlock, now: _Clock, fatal: list[BaseException]) -> ToolOutcome:
         start = now()
         target = self.tools.get(call.name)
         try:
@@ -555,6 +570,16 @@ class AgentLoop:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
             content, is_error = f"error: the tool raised {type(exc).__name__}: {exc}", True
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run cancels its tools (an abort, a cancelled run): not the tool's failure
+            content, is_error = f"error: the tool raised CancelledError: {exc}".rstrip(": "), True
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # Escaping a task, these would tear through the event loop with no result: the run
+            # ends (outcome "aborted", a LoopEnd) and the exception is raised again after it.
+            fatal.append(exc)
+            content, is_error = f"error: the tool raised {type(exc).__name__}", True
         if len(content) > _MAX_RESULT_CHARS:
             content = content[:_MAX_RESULT_CHARS] + " …(cut)"
         return ToolOutcome(call, content, is_error, now() - start)
