@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -307,3 +313,69 @@ def test_run_sync_raises_the_tools_keyboard_interrupt_after_keeping_the_result()
     with pytest.raises(KeyboardInterrupt):
         loop.run_sync("hi", model="m")
     assert loop.last_result is not None and loop.last_result.outcome == "aborted"
+
+
+# --- tool timeouts, and an abort while a sync tool is stuck ---------------------------------
+
+
+async def test_a_tool_that_runs_past_its_timeout_is_an_error_result_the_model_sees() -> None:
+    release = threading.Event()
+
+    def stuck() -> str:
+        release.wait(30)
+        return "late"
+
+    adapter = SequenceAdapter([Call(tool_reply(("c1", "stuck", "{}"))), Call(text_reply("after"))])
+    loop = cs.AgentLoop(adapter, [cs.tool(timeout=0.2)(stuck)], tool_timeout=None)
+    started = time.monotonic()
+    try:
+        result = await asyncio.wait_for(loop.run("hi", model="m"), 10)  # the watchdog
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    outcome = result.tool_outcomes[0]
+    assert outcome.is_error and "did not finish within 0.2 s" in outcome.content
+    assert result.outcome == "done" and result.text == "after"
+
+
+def test_the_loops_tool_timeout_applies_and_is_validated() -> None:
+    assert cs.AgentLoop(SequenceAdapter([])).tool_timeout == 60.0
+    for bad in (0, -1, float("nan"), float("inf"), "5", True):
+        with pytest.raises(ValueError, match="tool_timeout must be a positive"):
+            cs.AgentLoop(SequenceAdapter([]), tool_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be a positive"):
+            cs.tool(timeout=bad)(lambda: None)  # type: ignore[arg-type]
+
+
+_STUCK_TOOL_CHILD = """
+import threading, time
+import chunkscope as cs
+from tests.runtime._fakes import Call, SequenceAdapter, text_reply, tool_reply
+
+@cs.tool
+def stuck() -> str:
+    time.sleep(3600)  # a sync tool that never returns
+    return "never"
+
+adapter = SequenceAdapter([Call(tool_reply(("c1", "stuck", "{}"))), Call(text_reply("after"))])
+controller = cs.AbortController()
+threading.Timer(0.5, controller.abort, ("stop",)).start()
+started = time.monotonic()
+result = cs.AgentLoop(adapter, [stuck]).run_sync("hi", model="m", signal=controller.signal)
+print(result.outcome, round(time.monotonic() - started) < 10)
+"""
+
+
+def test_run_sync_returns_after_an_abort_though_a_sync_tool_is_stuck() -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(  # the watchdog: the child must exit, not wait for its stuck thread
+        [sys.executable, "-c", _STUCK_TOOL_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=root,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["aborted", "True"]

@@ -43,7 +43,7 @@ from chunkscope.protocol import (
 from ._registry import LlmRuntime
 from ._retry import RetryPolicy
 from ._sync import run_sync
-from ._tools import Tool, ToolArgumentsError
+from ._tools import DEFAULT_TOOL_TIMEOUT_S, Tool, ToolArgumentsError, check_timeout
 
 __all__ = [
     "AgentEvent",
@@ -318,6 +318,13 @@ class AgentLoop:
     and the tool results, and continues until a finish that is not
     ``tool-calls`` or ``max_steps`` steps. ``log`` (a ``UsageSink``) records
     every attempt; ``profile`` is the rule profile the steps are checked under.
+
+    ``tool_timeout`` (seconds; default 60, None: no bound) bounds each tool
+    call whose tool sets no ``timeout`` of its own: a call that runs longer
+    becomes an error tool result the model sees ("the tool did not finish
+    within … s"). A sync tool that never returns keeps its daemon thread, but
+    neither the run nor ``run_sync``/``asyncio.run`` waits for it, on a
+    timeout or an abort.
     """
 
     def __init__(
@@ -330,7 +337,9 @@ class AgentLoop:
         log: UsageSink | None = None,
         profile: str = "strict",
         clock: Callable[[], float] = time.perf_counter,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
+        self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
         if isinstance(runtime_or_adapter, LlmRuntime):
             self.runtime = runtime_or_adapter
             self._default_provider: str | None = None
@@ -564,12 +573,19 @@ class AgentLoop:
             if target is None:
                 known = ", ".join(sorted(self.tools)) or "none"
                 raise ToolArgumentsError(f"there is no tool named {call.name!r} (tools: {known})")
-            value = await target.invoke(call.arguments)
+            limit = target.timeout if target.timeout is not None else self.tool_timeout
+            scope = asyncio.timeout(limit)
+            async with scope:
+                value = await target.invoke(call.arguments)
             content, is_error = _render(value), False
         except ToolArgumentsError as exc:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
-            content, is_error = f"error: the tool raised {type(exc).__name__}: {exc}", True
+            if isinstance(exc, TimeoutError) and scope.expired():
+                content = f"error: the tool did not finish within {limit:g} s and was stopped (timed out)"
+            else:
+                content = f"error: the tool raised {type(exc).__name__}: {exc}"
+            is_error = True
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
