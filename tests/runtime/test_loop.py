@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -250,3 +256,126 @@ async def test_a_consumer_that_stops_reading_ends_the_run_as_aborted() -> None:
     await iterator.aclose()  # type: ignore[attr-defined]
     assert loop.last_result is not None and loop.last_result.aborted
     assert len(adapter.calls) == 1  # no further step was started
+
+
+# --- a tool raising what is not an Exception -------------------------------------------
+
+
+def _one_tool_loop(fn: Any) -> cs.AgentLoop:
+    adapter = SequenceAdapter([Call(tool_reply(("c1", fn.__name__, "{}"))), Call(text_reply("after"))])
+    return cs.AgentLoop(adapter, [cs.tool(fn)])
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_tool_raising_cancelled_error_is_a_tool_error_the_model_sees(is_async: bool) -> None:
+    def sync_cancel() -> str:
+        raise asyncio.CancelledError("gave up")
+
+    async def async_cancel() -> str:
+        raise asyncio.CancelledError("gave up")
+
+    loop = _one_tool_loop(async_cancel if is_async else sync_cancel)
+    events = [e async for e in loop.run("hi", model="m")]
+    end = events[-1]
+    assert isinstance(end, cs.LoopEnd) and end.result.outcome == "done" and end.result.text == "after"
+    outcome = end.result.tool_outcomes[0]
+    assert outcome.is_error and outcome.content == "error: the tool raised CancelledError: gave up"
+
+
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_tool_raising_keyboard_interrupt_or_system_exit_ends_the_run_with_a_result(
+    kind: type[BaseException], is_async: bool
+) -> None:
+    def sync_stop() -> str:
+        raise kind()
+
+    async def async_stop() -> str:
+        raise kind()
+
+    loop = _one_tool_loop(async_stop if is_async else sync_stop)
+    events: list[Any] = []
+    with pytest.raises(kind):
+        async for event in loop.run("hi", model="m"):
+            events.append(event)
+    end = events[-1]
+    assert isinstance(end, cs.LoopEnd) and end.result is loop.last_result
+    assert end.result.outcome == "aborted" and end.result.error is not None
+    assert end.result.error.code == "ABORTED" and kind.__name__ in end.result.error.message
+    assert end.result.tool_outcomes[0].is_error and len(end.result.steps) == 1
+
+
+def test_run_sync_raises_the_tools_keyboard_interrupt_after_keeping_the_result() -> None:
+    def stop() -> str:
+        raise KeyboardInterrupt
+
+    loop = _one_tool_loop(stop)
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_sync("hi", model="m")
+    assert loop.last_result is not None and loop.last_result.outcome == "aborted"
+
+
+# --- tool timeouts, and an abort while a sync tool is stuck ---------------------------------
+
+
+async def test_a_tool_that_runs_past_its_timeout_is_an_error_result_the_model_sees() -> None:
+    release = threading.Event()
+
+    def stuck() -> str:
+        release.wait(30)
+        return "late"
+
+    adapter = SequenceAdapter([Call(tool_reply(("c1", "stuck", "{}"))), Call(text_reply("after"))])
+    loop = cs.AgentLoop(adapter, [cs.tool(timeout=0.2)(stuck)], tool_timeout=None)
+    started = time.monotonic()
+    try:
+        result = await asyncio.wait_for(loop.run("hi", model="m"), 10)  # the watchdog
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    outcome = result.tool_outcomes[0]
+    assert outcome.is_error and "did not finish within 0.2 s" in outcome.content
+    assert result.outcome == "done" and result.text == "after"
+
+
+def test_the_loops_tool_timeout_applies_and_is_validated() -> None:
+    assert cs.AgentLoop(SequenceAdapter([])).tool_timeout == 60.0
+    for bad in (0, -1, float("nan"), float("inf"), "5", True):
+        with pytest.raises(ValueError, match="tool_timeout must be a positive"):
+            cs.AgentLoop(SequenceAdapter([]), tool_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="timeout must be a positive"):
+            cs.tool(timeout=bad)(lambda: None)  # type: ignore[arg-type]
+
+
+_STUCK_TOOL_CHILD = """
+import threading, time
+import chunkscope as cs
+from tests.runtime._fakes import Call, SequenceAdapter, text_reply, tool_reply
+
+@cs.tool
+def stuck() -> str:
+    time.sleep(3600)  # a sync tool that never returns
+    return "never"
+
+adapter = SequenceAdapter([Call(tool_reply(("c1", "stuck", "{}"))), Call(text_reply("after"))])
+controller = cs.AbortController()
+threading.Timer(0.5, controller.abort, ("stop",)).start()
+started = time.monotonic()
+result = cs.AgentLoop(adapter, [stuck]).run_sync("hi", model="m", signal=controller.signal)
+print(result.outcome, round(time.monotonic() - started) < 10)
+"""
+
+
+def test_run_sync_returns_after_an_abort_though_a_sync_tool_is_stuck() -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(  # the watchdog: the child must exit, not wait for its stuck thread
+        [sys.executable, "-c", _STUCK_TOOL_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=root,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["aborted", "True"]

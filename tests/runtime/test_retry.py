@@ -157,3 +157,20 @@ def test_invalid_policies_are_refused_with_a_clear_message() -> None:
         cs.RetryPolicy(max_retries=-1)
     with pytest.raises(ValueError, match="initialDelayMs must be less than or equal to maxDelayMs"):
         cs.RetryPolicy(initial_delay_ms=20, max_delay_ms=10)
+
+
+@pytest.mark.parametrize("retry", [1, 2, 1024, 1025, 1026, 10**6, 10**18])
+def test_backoff_never_overflows_however_many_retries_always_mode_made(retry: int) -> None:
+    # 2.0 ** 1024 overflows a float: "always" mode used to end in an OverflowError at retry 1025.
+    policy = cs.RetryPolicy(mode="always", initial_delay_ms=500, max_delay_ms=10_000, jitter=0.1)
+    decision = policy.decide(LlmError("down", "SERVER"), retry - 1, sample=1.0)
+    assert decision is not None and decision.retry == retry
+    expected = {1: 550.0, 2: 1100.0}.get(retry, 10_000.0)  # from retry 6 on: the cap
+    assert decision.delay_ms == pytest.approx(expected)
+    assert 0 < policy.local_delay_ms(retry, sample=0.0) <= 10_000
+
+
+def test_a_tiny_initial_delay_still_grows_past_retry_1024() -> None:
+    policy = cs.RetryPolicy(mode="always", initial_delay_ms=1e-300, max_delay_ms=10_000, jitter=0)
+    assert policy.local_delay_ms(1000, sample=0.5) == pytest.approx(1e-300 * 2.0**999)
+    assert policy.local_delay_ms(1030, sample=0.5) == 10_000

@@ -456,6 +456,14 @@ class LlmAdapter(ABC):
     def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:
         """Stream one response as chunk models; raise ``LlmError`` on failure."""
 
+    def redact(self, text: str) -> str:
+        """``text`` with the adapter's credentials replaced by ``***`` (for messages it did not write).
+
+        The agent loop passes an abort reason through this before quoting it;
+        an adapter without credentials returns ``text`` unchanged.
+        """
+        return text
+
     async def aclose(self) -> None:
         """Release what the adapter owns (e.g. its HTTP client). Idempotent."""
         return None

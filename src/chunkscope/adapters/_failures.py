@@ -59,6 +59,7 @@ __all__ = [
     "is_quota_exceeded",
     "loads",
     "preview",
+    "detach_credentials",
     "redact",
     "request_id",
     "retry_after_ms",
@@ -334,12 +335,21 @@ def retry_after_ms(headers: Mapping[str, str], *, now: float | None = None) -> i
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-deepseek-request-id", "anthropic-request-id")
 
 
-def request_id(headers: Mapping[str, str]) -> str | None:
-    """The provider's request id (``x-request-id``, ``request-id``, …), if any."""
+MAX_REQUEST_ID_CHARS = 200
+"""The longest request id kept (a header may be any length)."""
+
+
+def request_id(headers: Mapping[str, str], secrets: Iterable[str] = ()) -> str | None:
+    """The provider's request id (``x-request-id``, ``request-id``, …), if any, redacted and bounded.
+
+    The id is read here, once, and copied into failures, chunks, recordings and
+    displays: a server that echoes the key in it must not get the key there.
+    """
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value is not None:
-            return value or None  # present but empty: no id (never another header's)
+            # present but empty: no id (never another header's)
+            return bounded(value, secrets, MAX_REQUEST_ID_CHARS) if value else None
     return None
 
 
@@ -369,7 +379,7 @@ def error_from_response(
         code,
         status=status,
         retry_after_ms=retry_after_ms(headers),
-        request_id=request_id(headers),
+        request_id=request_id(headers, secrets),
         cause=ProviderErrorBody(bounded(raw, secrets, MAX_CAUSE_CHARS, cut_before=truncated)),
     )
 
@@ -411,8 +421,37 @@ def stream_error(
     )
 
 
+def detach_credentials(exc: BaseException, secrets: Iterable[str] = ()) -> None:
+    """Cut the sent request (its ``Authorization`` header) off ``exc`` and its chain, in place.
+
+    httpx attaches the request to its exceptions; an ``LlmError`` keeps the
+    exception as its cause and context, and anything that pickles it (a
+    multiprocessing queue, Dask, tblib's reducers, which pickle the raw chain)
+    would carry the key. The exception keeps its type, text (redacted) and
+    traceback; only ``.request`` is gone (httpx raises ``RuntimeError`` on reading it).
+    """
+    secrets = tuple(secrets)
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending and len(seen) < 64:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, httpx.HTTPError):
+            current._request = None
+        if secrets and any(isinstance(arg, str) for arg in current.args):
+            current.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in current.args)
+        pending += (current.__cause__, current.__context__)
+
+
 def transport_error(exc: BaseException, *, label: str, secrets: Iterable[str] = ()) -> LlmError:
-    """The ``LlmError`` for an httpx (or socket) failure: TIMEOUT, TRANSPORT or MALFORMED_RESPONSE."""
+    """The ``LlmError`` for an httpx (or socket) failure: TIMEOUT, TRANSPORT or MALFORMED_RESPONSE.
+
+    ``exc`` becomes the cause, with the request that carried the key cut off (``detach_credentials``).
+    """
+    secrets = tuple(secrets)
+    detach_credentials(exc, secrets)
     if isinstance(exc, httpx.TimeoutException):
         code, what = "TIMEOUT", "timed out"
     elif isinstance(exc, httpx.DecodingError):

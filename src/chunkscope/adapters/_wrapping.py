@@ -34,5 +34,8 @@ class WrappingAdapter(LlmAdapter):
     def prepare(self, options: GenerateOptions) -> GenerateOptions:
         return self.inner.prepare(options)
 
+    def redact(self, text: str) -> str:
+        return self.inner.redact(text)
+
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -153,9 +153,13 @@ class LlmError(Exception):
     Dask, ``concurrent.futures``): message, code, status, retry_after_ms,
     request_id, violations, and the cause when the cause itself pickles — a
     cause that does not is replaced by an ``Exception`` holding its type and
-    text, so ``error_chain`` still reads the same. (Where tblib's exception
-    reducers are installed — ``distributed`` does so on import — tblib
-    pickles the raw cause chain itself, so there the cause must pickle.)
+    text, so ``error_chain`` still reads the same. So is a cause that still
+    holds an HTTP exchange (a ``request``/``response`` attribute, as httpx
+    and requests exceptions have): its request's headers carry the API key.
+    (Where tblib's exception reducers are installed — ``distributed`` does so
+    on import — tblib pickles the raw cause chain itself, so there the cause
+    must pickle, and must hold no credential: the library's adapters cut the
+    request off the httpx exceptions they keep, see ``detach_credentials``.)
     """
 
     def __init__(
@@ -254,9 +258,27 @@ def _rebuild(cls: type[LlmError], message: str, code: str, fields: dict[str, Any
     return error
 
 
+# Where HTTP client exceptions keep the exchange (httpx and requests: request/response; aiohttp:
+# request_info) - with the request's headers, the API key among them.
+_EXCHANGE_ATTRIBUTES = ("request", "_request", "response", "request_info")
+
+
+def _carries_exchange(cause: BaseException) -> bool:
+    for name in _EXCHANGE_ATTRIBUTES:
+        try:
+            value = getattr(cause, name, None)
+        except Exception:  # httpx raises RuntimeError for a request it does not hold
+            continue
+        if value is not None and not isinstance(value, (str, bytes, int, float)):
+            return True
+    return False
+
+
 def _picklable_cause(cause: BaseException | None) -> BaseException | None:
     if cause is None:
         return None
+    if _carries_exchange(cause):  # the request's headers hold the credential: words only
+        return Exception(f"{type(cause).__name__}: {cause}")
     try:
         pickle.loads(pickle.dumps(cause))
     except Exception:  # an unpicklable cause (a lock, a socket, a local class) keeps its words only

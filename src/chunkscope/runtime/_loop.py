@@ -4,9 +4,14 @@ Every step's attempts, every chunk, tool call, tool result and retry wait is
 an event (``run`` yields them); the ``AgentResult`` at the end keeps every
 step's ``StreamResult``, every attempt's usage and the ``LlmError`` of a failed
 step. A tool problem (arguments that are not JSON or do not fit the schema,
-an unknown tool, a tool that raises) goes back to the model as an error tool
-result: the loop does not crash. The ``AbortSignal`` stops the stream, the
-running tools and a backoff wait at once.
+an unknown tool, a tool that raises — ``CancelledError`` included, unless the
+run itself is being cancelled) goes back to the model as an error tool
+result: the loop does not crash. A tool raising ``KeyboardInterrupt`` or
+``SystemExit`` ends the run: the other tools are cancelled, the result has
+outcome ``aborted`` (an ``ABORTED`` error naming the exception), ``LoopEnd``
+is yielded and ``last_result`` set, and then the exception is raised again,
+so Ctrl-C and ``sys.exit()`` still stop the program. The ``AbortSignal``
+stops the stream, the running tools and a backoff wait at once.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from chunkscope.protocol import (
 from ._registry import LlmRuntime
 from ._retry import RetryPolicy
 from ._sync import run_sync
-from ._tools import Tool, ToolArgumentsError
+from ._tools import DEFAULT_TOOL_TIMEOUT_S, Tool, ToolArgumentsError, check_timeout
 
 __all__ = [
     "AgentEvent",
@@ -316,6 +321,13 @@ class AgentLoop:
     the assistant message goes back as the next step, which continues it.
     ``log`` (a ``UsageSink``) records every attempt; ``profile`` is the rule
     profile the steps are checked under.
+
+    ``tool_timeout`` (seconds; default 60, None: no bound) bounds each tool
+    call whose tool sets no ``timeout`` of its own: a call that runs longer
+    becomes an error tool result the model sees ("the tool did not finish
+    within … s"). A sync tool that never returns keeps its daemon thread, but
+    neither the run nor ``run_sync``/``asyncio.run`` waits for it, on a
+    timeout or an abort.
     """
 
     def __init__(
@@ -328,7 +340,9 @@ class AgentLoop:
         log: UsageSink | None = None,
         profile: str = "strict",
         clock: Callable[[], float] = time.perf_counter,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
+        self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
         if isinstance(runtime_or_adapter, LlmRuntime):
             self.runtime = runtime_or_adapter
             self._default_provider: str | None = None
@@ -401,6 +415,7 @@ class AgentLoop:
         retries: list[RetryScheduled] = []
         outcome: Outcome = "max_steps"
         error: LlmError | None = None
+        fatal: list[BaseException] = []  # a tool's KeyboardInterrupt / SystemExit, re-raised after LoopEnd
         try:
             for step in range(1, self.max_steps + 1):
                 yield StepStart(now(), step)
@@ -446,7 +461,7 @@ class AgentLoop:
                 failure = _failure_of(result)
                 if signal is not None and signal.aborted:
                     yield StepEnd(now(), step, result, tuple(attempts))
-                    outcome, error = "aborted", _abort_error(signal, failure)
+                    outcome, error = "aborted", self._abort_error(base.provider, signal, failure)
                     break
                 if failure is not None:
                     yield StepEnd(now(), step, result, tuple(attempts))
@@ -466,11 +481,15 @@ class AgentLoop:
                     outcome = "done"
                     break
                 messages.append(result.message())
-                async for tool_event in self._tools(calls, step, signal, now, record):
+                async for tool_event in self._tools(calls, step, signal, now, record, fatal):
                     yield tool_event
                 yield StepEnd(now(), step, result, tuple(attempts))
+                if fatal:
+                    stopped = f"a tool raised {type(fatal[0]).__name__}: the run stopped"
+                    outcome, error = "aborted", LlmError(stopped, "ABORTED")
+                    break
                 if signal is not None and signal.aborted:
-                    outcome, error = "aborted", _abort_error(signal, None)
+                    outcome, error = "aborted", self._abort_error(base.provider, signal, None)
                     break
                 messages.append(Message(role="user", content=[o.block() for o in record.tools]))
         except asyncio.CancelledError:
@@ -483,6 +502,8 @@ class AgentLoop:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
             self.last_result = final
         yield LoopEnd(now(), final)
+        if fatal:
+            raise fatal[0]  # Ctrl-C / sys.exit() in a tool still stops the program, after the result
 
     async def _attempt(
         self,
@@ -525,12 +546,13 @@ class AgentLoop:
         signal: AbortSignal | None,
         now: _Clock,
         record: StepRecord,
+        fatal: list[BaseException],
     ) -> AsyncIterator[AgentEvent]:
         outcomes: dict[int, ToolOutcome] = {}
         pending: dict[asyncio.Future[ToolOutcome], int] = {}
         for i, call in enumerate(calls):
             yield ToolCallEvent(now(), step, call)
-            pending[asyncio.ensure_future(self._call_tool(call, now))] = i
+            pending[asyncio.ensure_future(self._call_tool(call, now, fatal))] = i
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
             while pending:
@@ -544,6 +566,8 @@ class AgentLoop:
                     i = pending.pop(task)
                     outcomes[i] = task.result()
                     yield ToolResultEvent(now(), step, outcomes[i])
+                if fatal:
+                    break  # the other tools are cancelled: the run stops
         finally:
             for task in pending:
                 task.cancel()
@@ -551,22 +575,51 @@ class AgentLoop:
                 aborted.cancel()
         record.tools.extend(outcomes[i] for i in sorted(outcomes))
 
-    async def _call_tool(self, call: ToolCallBlock, now: _Clock) -> ToolOutcome:
+    async def _call_tool(self, call: ToolCallBlock, now: _Clock, fatal: list[BaseException]) -> ToolOutcome:
         start = now()
         target = self.tools.get(call.name)
         try:
             if target is None:
                 known = ", ".join(sorted(self.tools)) or "none"
                 raise ToolArgumentsError(f"there is no tool named {call.name!r} (tools: {known})")
-            value = await target.invoke(call.arguments)
+            limit = target.timeout if target.timeout is not None else self.tool_timeout
+            scope = asyncio.timeout(limit)
+            async with scope:
+                value = await target.invoke(call.arguments)
             content, is_error = _render(value), False
         except ToolArgumentsError as exc:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
-            content, is_error = f"error: the tool raised {type(exc).__name__}: {exc}", True
+            if isinstance(exc, TimeoutError) and scope.expired():
+                content = f"error: the tool did not finish within {limit:g} s and was stopped (timed out)"
+            else:
+                content = f"error: the tool raised {type(exc).__name__}: {exc}"
+            is_error = True
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run cancels its tools (an abort, a cancelled run): not the tool's failure
+            content, is_error = f"error: the tool raised CancelledError: {exc}".rstrip(": "), True
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # Escaping a task, these would tear through the event loop with no result: the run
+            # ends (outcome "aborted", a LoopEnd) and the exception is raised again after it.
+            fatal.append(exc)
+            content, is_error = f"error: the tool raised {type(exc).__name__}", True
         if len(content) > _MAX_RESULT_CHARS:
             content = content[:_MAX_RESULT_CHARS] + " …(cut)"
         return ToolOutcome(call, content, is_error, now() - start)
+
+    def _abort_error(self, provider: str, signal: AbortSignal, failure: LlmError | None) -> LlmError:
+        """The run's ``ABORTED`` error: the adapter's own (already redacted), else the reason, redacted."""
+        if failure is not None and failure.code == "ABORTED":
+            return failure
+        reason = signal.reason
+        text = "the run was aborted" + (f" ({reason})" if reason is not None else "")
+        try:
+            text = self.runtime.adapter_for(provider).redact(text)
+        except Exception:  # no adapter to ask, or one whose redact fails: the reason is left out
+            text = "the run was aborted"
+        return LlmError(text, "ABORTED")
 
     def _record(
         self,
@@ -613,11 +666,6 @@ def _aborted(signal: AbortSignal | None, failure: LlmError) -> bool:
     return failure.code == "ABORTED" or (signal is not None and signal.aborted)
 
 
-def _abort_error(signal: AbortSignal, failure: LlmError | None) -> LlmError:
-    if failure is not None and failure.code == "ABORTED":
-        return failure
-    reason = signal.reason
-    return LlmError("the run was aborted" + (f" ({reason})" if reason is not None else ""), "ABORTED")
 
 
 async def _abortable(stream: AsyncIterator[AnyChunk], signal: AbortSignal | None) -> AsyncIterator[AnyChunk]:

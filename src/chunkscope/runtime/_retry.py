@@ -178,8 +178,12 @@ class RetryPolicy:
         if sample is None:
             assert self.random is not None
             sample = self.random()
-        exponent = min(retry - 1, 1024)
-        exponential = min(self.initial_delay_ms * 2.0**exponent, self.max_delay_ms)
+        # Compared in log space: ``2.0 ** (retry - 1)`` overflows a float from retry 1025 on, and
+        # every retry past log2(max / initial) waits ``max_delay_ms`` anyway.
+        if retry - 1 >= math.log2(self.max_delay_ms / self.initial_delay_ms):
+            exponential = self.max_delay_ms
+        else:
+            exponential = min(self.initial_delay_ms * 2.0 ** max(retry - 1, 0), self.max_delay_ms)
         jitter = 1 - self.jitter + 2 * self.jitter * sample
         return min(exponential * jitter, self.max_delay_ms)
 

@@ -8,10 +8,14 @@ an ``Args:`` / ``Parameters:`` section (``name: text`` or ``name (type): text``)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
 import json
+import math
 import re
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
@@ -20,7 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from chunkscope.adapters import ToolSpec
 
-__all__ = ["Tool", "ToolArgumentsError", "tool"]
+__all__ = ["DEFAULT_TOOL_TIMEOUT_S", "Tool", "ToolArgumentsError", "tool"]
+
+DEFAULT_TOOL_TIMEOUT_S = 60.0
+"""How long the agent loop lets one tool call run, unless the tool or the loop says otherwise."""
 
 _MAX_ARGUMENTS_CHARS = 1_000_000
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
@@ -69,14 +76,22 @@ class Tool:
     ``name``, ``description`` and ``parameters`` (a JSON-schema object) are
     what the model sees (``spec``); calling the ``Tool`` calls the function.
     ``await invoke(arguments_json)`` validates the model's raw JSON arguments
-    against the schema and runs the function (a sync one in a worker thread).
+    against the schema and runs the function (a sync one in a daemon thread).
+    ``timeout`` (seconds) bounds one call in the agent loop; None: the loop's
+    ``tool_timeout`` (default ``DEFAULT_TOOL_TIMEOUT_S``, 60 s).
     """
 
     def __init__(
-        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError("@tool needs a function")
+        self.timeout = check_timeout(timeout, "timeout")
         self.fn = fn
         self.name = name or fn.__name__
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -128,18 +143,57 @@ class Tool:
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
     async def invoke(self, arguments: str | Mapping[str, Any]) -> Any:
-        """Validate ``arguments`` and run the tool; a sync tool runs in a worker thread.
+        """Validate ``arguments`` and run the tool; a sync tool runs in a daemon thread.
 
         Cancelling an async tool stops it; a sync tool's thread cannot be
-        interrupted: on an abort the loop stops waiting for it and moves on.
+        interrupted: on an abort or a timeout the loop stops waiting for it and
+        moves on. The thread is the tool's own daemon thread, not the event
+        loop's default executor, so ``asyncio.run`` (and ``run_sync``) does not
+        wait for a stuck tool at shutdown, nor does the interpreter at exit.
         """
         kwargs = self.validate(arguments)
         if self.is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await _in_daemon_thread(self.fn, kwargs, self.name)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, parameters={list(self.parameters.get('properties', {}))})"
+
+
+def check_timeout(value: float | None, name: str) -> float | None:
+    """``value`` if None or a positive, finite number of seconds; else ``ValueError`` naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive, finite number of seconds or None, not {value!r}")
+    return float(value)
+
+
+async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name: str) -> Any:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if future.done():  # the loop stopped waiting (abort, timeout)
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = context.run(fn, **kwargs)
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"chunkscope-tool-{name}", daemon=True).start()
+    return await future
 
 
 def _arguments_model(fn: Callable[..., Any], name: str, docs: Mapping[str, str]) -> type[BaseModel]:
@@ -168,16 +222,21 @@ def _arguments_model(fn: Callable[..., Any], name: str, docs: Mapping[str, str])
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a Python function (sync or async) a tool: ``@cs.tool`` or ``@cs.tool(name=...)``."""
+    """Make a Python function (sync or async) a tool: ``@cs.tool`` or ``@cs.tool(name=..., timeout=5)``."""
     if fn is not None:
         return Tool(fn)
 
     def wrap(inner: Callable[..., Any]) -> Tool:
-        return Tool(inner, name=name, description=description)
+        return Tool(inner, name=name, description=description, timeout=timeout)
 
     return wrap

@@ -18,7 +18,15 @@ import httpx
 from chunkscope.protocol import AnyChunk, LlmError
 
 from .._base import AbortSignal, GenerateOptions, LlmAdapter
-from .._failures import bounded, error_from_response, loads, redact, request_id, transport_error
+from .._failures import (
+    bounded,
+    detach_credentials,
+    error_from_response,
+    loads,
+    redact,
+    request_id,
+    transport_error,
+)
 from .._http import ClientSlot, endpoint_url, merge_headers, public_url
 from .credential import Credential
 from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent, _Body
@@ -127,6 +135,11 @@ class SseAdapter(LlmAdapter):
         """Close the HTTP client the adapter made (a caller's client stays open). Idempotent."""
         await self._clients.aclose()
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
+        key = self._credential.peek()
+        return redact(text, (key,)) if key is not None else text
+
     # -- what a wire supplies --
 
     @abstractmethod
@@ -165,7 +178,7 @@ class SseAdapter(LlmAdapter):
                     guard.check()
                 response = await guard.run(client.send(call.request, stream=True, follow_redirects=False))
                 guard.response = response
-                rid = request_id(response.headers)
+                rid = request_id(response.headers, secrets)
                 translator.request_id = rid
                 await self._accept(guard, response, secrets)
                 decoder = SseDecoder(self.max_event_bytes)
@@ -351,6 +364,7 @@ def _failure(
     if isinstance(exc, ValueError):
         error = LlmError(bounded(f"{label}: {exc}", secrets), "MALFORMED_RESPONSE", request_id=rid)
         return translator.salvage(), error, None
+    detach_credentials(exc, secrets)  # it stays the error's __context__: no key on it
     cause = guard.cause
     if cause is not None:
         return [], _final(cause, secrets, rid), None
