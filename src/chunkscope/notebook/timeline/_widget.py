@@ -58,6 +58,7 @@ from chunkscope.protocol import (
     UsageSink,
     Violation,
 )
+from chunkscope.protocol._errors import ERROR_CODES, FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY
 from chunkscope.runtime import (
     AgentResult,
     AgentRun,
@@ -86,6 +87,9 @@ _HERE = Path(__file__).parent
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
 
 
+_REGISTERED_CODES = [code for code in ERROR_CODES if code not in (HTTP_STATUS_FAMILY, FINISH_REASON_FAMILY)]
+
+
 class Timeline(StaticCopyWidget):
     """A live, colored block timeline of one stream.
 
@@ -110,6 +114,10 @@ class Timeline(StaticCopyWidget):
     """The x axis: arrival ``time`` or ``chunk`` number; the front end's switch sets it."""
 
     _state = traitlets.Unicode("").tag(sync=True)
+
+    # The registry's codes, so the front end marks a code outside it (an unmapped finish reason) as
+    # the static copy does (``ErrorInfo.unmapped``); ``HTTP_<status>`` codes are a registered family.
+    _codes = traitlets.List(traitlets.Unicode(), default_value=_REGISTERED_CODES).tag(sync=True)
 
     def __init__(
         self,

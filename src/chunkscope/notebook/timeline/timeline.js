@@ -100,6 +100,11 @@ function strOrNull(value) {
   return typeof value === "string" && value ? value : null;
 }
 
+/** True when `code` is neither a registered code (`codes`, from the widget) nor an HTTP_<status>. */
+export function isUnmapped(code, codes) {
+  return Array.isArray(codes) && codes.length > 0 && !codes.includes(code) && !/^HTTP_[1-5][0-9][0-9]$/.test(code);
+}
+
 /** What the error badge shows: the error the stream raised, else an error / aborted finish's failure. */
 export function errorInfo(error, finish) {
   if (isObject(error)) {
@@ -902,6 +907,7 @@ class View {
       const label = h("b", null, error.source === "raised" ? "LlmError " : "failure ");
       label.append(h("span", "cs-error-code", error.code));
       const parts = error.message ? [error.message] : [];
+      if (isUnmapped(error.code, this.model.get("_codes"))) parts.push("unmapped code: not in cs.ERROR_CODES");
       if (error.status != null) parts.push(`HTTP ${error.status}`);
       if (error.retryAfterMs != null) parts.push(`retry after ${formatMs(Number(error.retryAfterMs))}`);
       if (error.requestId) parts.push(`request id ${error.requestId}`);
