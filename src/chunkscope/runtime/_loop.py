@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from chunkscope.adapters import AbortSignal, GenerateOptions, LlmAdapter
 from chunkscope.protocol import (
@@ -292,6 +292,26 @@ class AgentRun:
         return self.finish().__await__()
 
 
+@runtime_checkable
+class AgentRunObserver(Protocol):
+    """What a ``UsageSink`` may add to hear when agent runs and steps start and end.
+
+    ``AgentLoop`` calls these on its ``log`` when the log has them (an
+    OpenTelemetry sink opens and closes its ``invoke_agent`` and step spans
+    with them); a plain ``UsageLog`` has none. Attempts recorded in between
+    carry the tags ``agent_run`` (= ``run_id``) and ``step``. The runtime
+    never imports the sink's layer: this protocol is all the two share.
+    """
+
+    def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None: ...
+
+    def agent_step_started(self, run_id: str, step: int) -> None: ...
+
+    def agent_step_ended(self, run_id: str, step: int, *, error_code: str | None = None) -> None: ...
+
+    def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None: ...
+
+
 class _Clock:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -398,8 +418,13 @@ class AgentLoop:
         retries: list[RetryScheduled] = []
         outcome: Outcome = "max_steps"
         error: LlmError | None = None
+        observer = self.log if isinstance(self.log, AgentRunObserver) else None
+        if observer is not None:
+            observer.agent_run_started(run_id, provider=base.provider, model=base.model)
         try:
             for step in range(1, self.max_steps + 1):
+                if observer is not None:
+                    observer.agent_step_started(run_id, step)
                 yield StepStart(now(), step)
                 options = base.replace(messages=messages)
                 attempts: list[StreamResult] = []
@@ -442,24 +467,24 @@ class AgentLoop:
                 steps.append(record)
                 failure = _failure_of(result)
                 if signal is not None and signal.aborted:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome, error = "aborted", _abort_error(signal, failure)
                     break
                 if failure is not None:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome = "aborted" if failure.code == "ABORTED" else "error"
                     error = failure
                     break
                 finish = result.finish
                 calls = result.tool_calls
                 if finish is None or finish.kind != "tool-calls" or not calls:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome = "done"
                     break
                 messages.append(result.message())
                 async for tool_event in self._tools(calls, step, signal, now, record):
                     yield tool_event
-                yield StepEnd(now(), step, result, tuple(attempts))
+                yield self._step_end(observer, run_id, now(), step, result, attempts)
                 if signal is not None and signal.aborted:
                     outcome, error = "aborted", _abort_error(signal, None)
                     break
@@ -473,6 +498,9 @@ class AgentLoop:
         finally:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
             self.last_result = final
+            if observer is not None:
+                code = error.code if error is not None else None
+                observer.agent_run_ended(run_id, outcome=outcome, error_code=code)
         yield LoopEnd(now(), final)
 
     async def _attempt(
@@ -558,6 +586,20 @@ class AgentLoop:
         if len(content) > _MAX_RESULT_CHARS:
             content = content[:_MAX_RESULT_CHARS] + " …(cut)"
         return ToolOutcome(call, content, is_error, now() - start)
+
+    @staticmethod
+    def _step_end(
+        observer: AgentRunObserver | None,
+        run_id: str,
+        t: float,
+        step: int,
+        result: StreamResult,
+        attempts: list[StreamResult],
+    ) -> StepEnd:
+        if observer is not None:
+            failure = _failure_of(result)
+            observer.agent_step_ended(run_id, step, error_code=failure.code if failure is not None else None)
+        return StepEnd(t, step, result, tuple(attempts))
 
     def _record(
         self,

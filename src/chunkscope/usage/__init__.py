@@ -6,8 +6,17 @@ extra. The protocol and adapters layers never import this package.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._batch import batch
-from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
+from ._convert import (
+    OTEL_ATTRIBUTES,
+    inclusive_input,
+    to_disjoint,
+    to_inclusive,
+    to_otel_attributes,
+    to_otel_columns,
+)
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh import DshAttempt, DshLogError, DshProblem, DshSession, DshStep, read_dsh_session
 from ._dsh_writer import DshLogWriter
@@ -19,12 +28,20 @@ from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, coerce, empty
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
 
+if TYPE_CHECKING:
+    from ._otel import OtelSink, otel_sink, to_otel
+
 __all__ = [
     "expand_tags",
     "tokens_per_call",
     "plot_usage",
     "to_otel_attributes",
+    "to_otel_columns",
+    "inclusive_input",
+    # OpenTelemetry GenAI spans (issue 18): the "otel" extra, loaded on first use
+    "otel_sink",
     "to_otel",
+    "OtelSink",
     "to_inclusive",
     "to_disjoint",
     "OTEL_ATTRIBUTES",
@@ -60,3 +77,18 @@ __all__ = [
     "read_dsh_sessions",
     "read_parquet_dask",
 ]
+
+_OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenTelemetry names load on first use: the rest of the usage layer works without the extra.
+    if name not in _OTEL_NAMES:
+        raise AttributeError(f"module 'chunkscope.usage' has no attribute {name!r}")
+    from chunkscope._extras import needs_extra
+
+    with needs_extra(f"chunkscope.usage.{name}"):
+        from . import _otel
+    value = getattr(_otel, name)
+    globals()[name] = value
+    return value
