@@ -7,9 +7,11 @@ one test sends them over OTLP/HTTP to a receiver on 127.0.0.1 that decodes the p
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -385,3 +387,37 @@ async def test_end_to_end_over_otlp_http_to_a_loopback_receiver() -> None:
     event_attributes = {a.key: _value(a.value) for a in event.attributes}
     assert event_attributes["chunkscope.violation.position"] == 0
     assert event_attributes["chunkscope.violation.rule"]
+
+
+def test_the_example_in_docs_usage_md_runs() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf-8")
+    section = text[text.index("## OpenTelemetry spans") :]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks, "the OpenTelemetry section has no example"
+    # run in a worker thread: the example calls asyncio.run, as a script does
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            exec(blocks[0], {"__name__": "docs_example"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive() and errors == []
+
+
+async def test_batch_and_a_runtime_take_the_sink_as_their_log(otel: Telemetry) -> None:
+    sink = otel.sink()
+    adapter = ScriptedAdapter(text_chunks(usage={"inputTokens": 5, "outputTokens": 1}))
+    requests = [GenerateOptions("scripted", "m", [{"role": "user", "content": f"q{n}"}]) for n in range(3)]
+    results = await cs.batch(adapter, requests, log=sink)  # type: ignore[arg-type]
+    assert [r.error for r in results] == [None] * 3
+    runtime = cs.LlmRuntime(log=sink)
+    runtime.register_adapter("scripted", adapter)
+    await runtime.generate(requests[0])
+    spans = chat_spans(otel.spans())
+    assert len(spans) == 4
+    assert {(s.attributes or {})[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] for s in spans} == {5}

@@ -290,6 +290,9 @@ class OtelSink:
             attributes[TAG_PREFIX + key] = value
         return parent
 
+    def set_progress(self, done: int, total: int) -> None:
+        """``batch`` reports its progress to its log; a trace has no progress bar, so it is dropped."""
+
     # --- the agent loop's hooks (duck-typed: the runtime never imports this layer) -----------
 
     def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None:
