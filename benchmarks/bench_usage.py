@@ -230,8 +230,27 @@ def bench_otel(rows: int, repeat: int, report: dict[str, Any]) -> None:
         providers.extend((tracer_provider, meter_provider))
         return otel_sink(tracer_provider, meter_provider)
 
+    def make_noop() -> Any:
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+
+        return otel_sink(NoOpTracerProvider(), NoOpMeterProvider())
+
+    def sdk_floor() -> float:
+        # What the SDK itself costs per attempt with no attributes: one span, four histogram points.
+        tracer_provider, meter_provider = make_otel()._tracer, providers[-1].get_meter("floor")
+        histogram = meter_provider.create_histogram("floor")
+        start = time.perf_counter()
+        for _ in range(attempts):
+            tracer_provider.start_span("chat", start_time=1).end(end_time=2)
+            for _ in range(4):
+                histogram.record(1.0)
+        return time.perf_counter() - start
+
     log_s, _ = best(lambda: run(UsageLog), repeat)
     otel_s, _ = best(lambda: run(make_otel), repeat)
+    noop_s, _ = best(lambda: run(make_noop), repeat)
+    floor_s, _ = best(sdk_floor, repeat)
     for provider in providers:
         provider.shutdown()
     per_log = log_s / attempts * 1e6
@@ -239,6 +258,8 @@ def bench_otel(rows: int, repeat: int, report: dict[str, Any]) -> None:
     print(f"\nemitting spans, {attempts:,} attempts:")
     print(f"  UsageLog.record                           {per_log:8.2f} µs / attempt")
     print(f"  otel_sink().record (span + metrics)       {per_otel:8.2f} µs / attempt")
+    print(f"  otel_sink, no-op providers (own work)     {noop_s / attempts * 1e6:8.2f} µs / attempt")
+    print(f"  SDK floor: bare span + 4 points           {floor_s / attempts * 1e6:8.2f} µs / attempt")
     extra = per_otel - per_log
     print(f"  otel over UsageLog                        {extra:8.2f} µs / attempt   (target ≤ 20 µs)")
     report["otel_over_log_us"] = per_otel - per_log
