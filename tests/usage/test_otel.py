@@ -421,3 +421,27 @@ async def test_batch_and_a_runtime_take_the_sink_as_their_log(otel: Telemetry) -
     spans = chat_spans(otel.spans())
     assert len(spans) == 4
     assert {(s.attributes or {})[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] for s in spans} == {5}
+
+
+def test_a_session_log_replays_under_one_invoke_agent_span_with_a_span_per_step(
+    otel: Telemetry, tmp_path: Path
+) -> None:
+    from test_dsh_session import write_session
+
+    session = cs.read_dsh_session(write_session(tmp_path / "s.jsonl"))
+    frame = session.to_frame()
+    assert frame["started_at"].notna().all() and len(frame) == 4  # three steps, one retried
+    assert to_otel(session, otel.tracer_provider) == 4 + 3 + 1
+    spans = otel.spans()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    assert (run.attributes or {})[gen_ai.GEN_AI_AGENT_ID] == session.id
+    steps = {s.context.span_id: s for s in spans if s.name.startswith("step ")}  # type: ignore[union-attr]
+    assert sorted(s.name for s in steps.values()) == ["step 1.1", "step 2.1", "step 2.2"]
+    chats = chat_spans(spans)
+    assert len(chats) == 4
+    for chat in chats:
+        assert chat.parent is not None and chat.parent.span_id in steps
+        step = steps[chat.parent.span_id]
+        assert step.start_time <= chat.start_time and chat.end_time <= step.end_time  # type: ignore[operator]
+    errors = [(c.attributes or {}).get(error_attributes.ERROR_TYPE) for c in chats]
+    assert sum(code is not None for code in errors) == 1  # the failed attempt keeps its code

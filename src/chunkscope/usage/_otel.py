@@ -71,6 +71,8 @@ _NS = 1_000_000_000
 # Tags the agent loop and the session-log reader write: they become span structure, not attributes.
 _RUN_TAG = "agent_run"
 _STEP_TAG = "step"
+_SESSION_TAG = "session"  # a DeepSeek Harness session log's rows: session -> turn -> step
+_TURN_TAG = "turn"
 
 
 def _version() -> str:
@@ -383,6 +385,15 @@ def _int(row: Mapping[str, Any], name: str) -> int | None:
     return None if value is None else int(value)
 
 
+def _structure(tags: Mapping[str, str]) -> tuple[str, str] | None:
+    """A row's ``(run, step)``: the loop's ``agent_run`` / ``step``, a session log's session / turn.step."""
+    if _RUN_TAG in tags:
+        return tags[_RUN_TAG], tags.get(_STEP_TAG, "")
+    if _SESSION_TAG in tags:
+        return tags[_SESSION_TAG], f"{tags.get(_TURN_TAG, '')}.{tags.get(_STEP_TAG, '')}"
+    return None
+
+
 def to_otel(
     frame: Any,
     tracer_provider: trace.TracerProvider | None = None,
@@ -395,7 +406,9 @@ def to_otel(
     ``duration_s``, with the same attributes ``otel_sink`` writes (violations as
     a count: a frame keeps no violation details). Rows tagged ``agent_run`` /
     ``step`` nest under an ``invoke_agent`` span and step spans spanning their
-    attempts. Rows without a start time are skipped. Returns the spans emitted.
+    attempts (a session log's rows: under one ``invoke_agent`` span per session
+    and one span per turn and step). Rows without a start time are skipped.
+    Returns the spans emitted.
     """
     if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_frame", None)):
         frame = frame.to_frame()
@@ -419,10 +432,10 @@ def to_otel(
     runs: dict[str, list[int]] = {}
     steps: dict[tuple[str, str], list[int]] = {}
     for start, end, _, tags in rows:
-        run_id = tags.get(_RUN_TAG)
-        if run_id is None:
+        step_key = _structure(tags)
+        if step_key is None:
             continue
-        step_key = (run_id, tags.get(_STEP_TAG, ""))
+        run_id = step_key[0]
         for bounds in (runs.setdefault(run_id, [start, end]), steps.setdefault(step_key, [start, end])):
             bounds[0], bounds[1] = min(bounds[0], start), max(bounds[1], end)
     emitted = 0
@@ -488,7 +501,8 @@ def to_otel(
             attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
         for key, value in tags.items():
             attributes[TAG_PREFIX + key] = str(value)
-        parent_span = step_spans.get((tags[_RUN_TAG], tags.get(_STEP_TAG, ""))) if _RUN_TAG in tags else None
+        structure = _structure(tags)
+        parent_span = step_spans.get(structure) if structure is not None else None
         parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
         span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
         _end(span, None if error_code is None else str(error_code), end)
