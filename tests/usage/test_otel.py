@@ -445,3 +445,23 @@ def test_a_session_log_replays_under_one_invoke_agent_span_with_a_span_per_step(
         assert step.start_time <= chat.start_time and chat.end_time <= step.end_time  # type: ignore[operator]
     errors = [(c.attributes or {}).get(error_attributes.ERROR_TYPE) for c in chats]
     assert sum(code is not None for code in errors) == 1  # the failed attempt keeps its code
+
+
+async def test_an_aborted_agent_run_ends_every_span_it_opened_with_the_abort_code(otel: Telemetry) -> None:
+    controller = AbortController()
+
+    async def no_wait(seconds: float) -> None:  # the pauses pass at once: only the order matters
+        await asyncio.sleep(0)
+
+    adapter = ScriptedAdapter(text_chunks("a long answer"), delay=1.0, sleep=no_wait)
+    run = cs.AgentLoop(adapter, log=otel.sink()).run("go", model="m", signal=controller.signal)
+    async for event in run:
+        if event.type == "chunk":
+            controller.abort(f"stop, key {KEY}")
+    assert run.result is not None and run.result.aborted
+    spans = otel.spans()
+    assert sorted(s.name for s in spans) == ["chat m", "invoke_agent", "step 1"]  # all ended, so exported
+    for span in spans:
+        assert (span.attributes or {})[error_attributes.ERROR_TYPE] == "ABORTED"
+        assert span.status.status_code is StatusCode.ERROR
+    assert KEY not in everything_exported(spans)
