@@ -265,6 +265,10 @@ async def test_to_otel_replays_a_frame_with_the_live_sinks_attributes(otel: Tele
         to_otel(cs.to_inclusive(log.to_frame()), otel.tracer_provider)
     with pytest.raises(TypeError, match="usage frame"):
         to_otel([1, 2], otel.tracer_provider)
+    broken = log.to_frame().astype({"tags": object})
+    broken.loc[0, "tags"] = "not json"
+    with pytest.raises(ValueError, match="not a JSON object"):
+        to_otel(broken, otel.tracer_provider)
 
 
 def test_the_frame_attribute_table_uses_the_conventions_names() -> None:

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import pandas as pd
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -68,6 +69,7 @@ POSITION = "chunkscope.violation.position"
 MESSAGE = "chunkscope.violation.message"
 
 _NS = 1_000_000_000
+_REPLAY_SLICE = 10_000  # rows turned into dicts at a time by to_otel: memory stays flat for any frame
 # Tags the agent loop and the session-log reader write: they become span structure, not attributes.
 _RUN_TAG = "agent_run"
 _STEP_TAG = "step"
@@ -418,25 +420,41 @@ def to_otel(
         raise ValueError("to_otel needs the frame's disjoint counts (this one went through to_inclusive)")
     tracer = _tracer(tracer_provider)
     known = {provider: found for provider, target in (servers or {}).items() if (found := _server(target))}
-    rows: list[tuple[int, int, dict[str, Any], dict[str, str]]] = []
-    for row in frame.to_dict("records"):
-        started = _value(row, "started_at")
-        if started is None:
-            continue
-        start = int(pd.Timestamp(started).value)
-        duration = _value(row, "duration_s") or 0.0
-        tags_text = _value(row, "tags")
-        tags: dict[str, str] = json.loads(tags_text) if tags_text else {}
-        rows.append((start, start + int(float(duration) * _NS), row, tags))
-    # The agent structure, from the tags: run -> step -> its attempts' time span.
+    n = len(frame)
+    if n == 0 or "started_at" not in frame.columns:
+        return 0
+    # Pass 1, column-wise (no row dicts held): every row's start and end, and its run and step.
+    started = pd.to_datetime(frame["started_at"], utc=True)
+    valid = started.notna().to_numpy()
+    start_ns = started.dt.as_unit("ns").array.asi8
+    if "duration_s" in frame.columns:
+        duration = np.nan_to_num(frame["duration_s"].to_numpy(dtype=float, na_value=np.nan), nan=0.0)
+    else:
+        duration = np.zeros(n)
+    end_ns = start_ns + (duration * _NS).astype(np.int64)
+    parsed: dict[Any, dict[str, str]] = {}  # each distinct tags text is parsed once
+
+    def tags_of(text: Any) -> dict[str, str]:
+        found = parsed.get(text)
+        if found is None:
+            try:
+                found = json.loads(text) if isinstance(text, str) and text else {}
+            except ValueError:
+                found = None
+            if not isinstance(found, dict):
+                raise ValueError(f"to_otel: a row's tags are not a JSON object: {str(text)[:80]!r}")
+            parsed[text] = found
+        return found
+
+    tag_texts = frame["tags"].tolist() if "tags" in frame.columns else [None] * n
     runs: dict[str, list[int]] = {}
     steps: dict[tuple[str, str], list[int]] = {}
-    for start, end, _, tags in rows:
-        step_key = _structure(tags)
+    for j in np.flatnonzero(valid).tolist():
+        step_key = _structure(tags_of(tag_texts[j]))
         if step_key is None:
             continue
-        run_id = step_key[0]
-        for bounds in (runs.setdefault(run_id, [start, end]), steps.setdefault(step_key, [start, end])):
+        start, end = int(start_ns[j]), int(end_ns[j])
+        for bounds in (runs.setdefault(step_key[0], [start, end]), steps.setdefault(step_key, [start, end])):
             bounds[0], bounds[1] = min(bounds[0], start), max(bounds[1], end)
     emitted = 0
     run_spans: dict[str, Span] = {}
@@ -457,56 +475,14 @@ def to_otel(
             {STEP: int(step)} if step.isdigit() else {},
             start_time=start,
         )
-    for start, end, row, tags in rows:
-        provider = str(_value(row, "provider") or "unknown")
-        model = str(_value(row, "model") or "unknown")
-        attributes: dict[str, Any] = {
-            gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
-            gen_ai.GEN_AI_PROVIDER_NAME: provider,
-            gen_ai.GEN_AI_REQUEST_MODEL: model,
-            gen_ai.GEN_AI_RESPONSE_MODEL: model,
-        }
-        server = known.get(provider)
-        if server is not None:
-            attributes[server_attributes.SERVER_ADDRESS] = server[0]
-            if server[1] is not None:
-                attributes[server_attributes.SERVER_PORT] = server[1]
-        error_code = _value(row, "error_code")
-        if error_code is not None:
-            attributes[error_attributes.ERROR_TYPE] = str(error_code)
-        _count_attributes(
-            _int(row, "input_tokens"),
-            _int(row, "output_tokens"),
-            _int(row, "cache_read_tokens"),
-            _int(row, "cache_write_tokens"),
-            _int(row, "reasoning_tokens"),
-            attributes,
-        )
-        finish = _value(row, "finish")
-        if finish is not None:
-            attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (str(finish),)
-        ttfc = _value(row, "ttfc_s")
-        if ttfc is not None:
-            attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = float(ttfc)
-        for column, name in (("call_id", CALL_ID), ("attempt", ATTEMPT), ("chunks", CHUNKS)):
-            value = _value(row, column)
-            if value is not None:
-                attributes[name] = value if isinstance(value, str) else int(value)
-        final = _value(row, "final")
-        if final is not None:
-            attributes[FINAL] = bool(final)
-        violations = _int(row, "violations")
-        warnings = _int(row, "warnings")
-        if violations or warnings:
-            attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
-        for key, value in tags.items():
-            attributes[TAG_PREFIX + key] = str(value)
-        structure = _structure(tags)
-        parent_span = step_spans.get(structure) if structure is not None else None
-        parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
-        span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
-        _end(span, None if error_code is None else str(error_code), end)
-        emitted += 1
+    # Pass 2, a slice of rows at a time: the spans themselves.
+    for first in range(0, n, _REPLAY_SLICE):
+        records = frame.iloc[first : first + _REPLAY_SLICE].to_dict("records")
+        for j, row in enumerate(records, start=first):
+            if valid[j]:
+                tags = tags_of(tag_texts[j])
+                _replay_row(tracer, row, tags, int(start_ns[j]), int(end_ns[j]), known, step_spans)
+                emitted += 1
     for step_key, step_span in step_spans.items():
         step_span.end(end_time=steps[step_key][1])
         emitted += 1
@@ -514,3 +490,63 @@ def to_otel(
         run_span.end(end_time=runs[run_id][1])
         emitted += 1
     return emitted
+
+
+def _replay_row(
+    tracer: trace.Tracer,
+    row: Mapping[str, Any],
+    tags: Mapping[str, str],
+    start: int,
+    end: int,
+    known: Mapping[str, tuple[str, int | None]],
+    step_spans: Mapping[tuple[str, str], Span],
+) -> None:
+    """One frame row as its ``chat`` span (the attributes ``OtelSink.record`` writes)."""
+    provider = str(_value(row, "provider") or "unknown")
+    model = str(_value(row, "model") or "unknown")
+    attributes: dict[str, Any] = {
+        gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
+        gen_ai.GEN_AI_PROVIDER_NAME: provider,
+        gen_ai.GEN_AI_REQUEST_MODEL: model,
+        gen_ai.GEN_AI_RESPONSE_MODEL: model,
+    }
+    server = known.get(provider)
+    if server is not None:
+        attributes[server_attributes.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attributes[server_attributes.SERVER_PORT] = server[1]
+    error_code = _value(row, "error_code")
+    if error_code is not None:
+        attributes[error_attributes.ERROR_TYPE] = str(error_code)
+    _count_attributes(
+        _int(row, "input_tokens"),
+        _int(row, "output_tokens"),
+        _int(row, "cache_read_tokens"),
+        _int(row, "cache_write_tokens"),
+        _int(row, "reasoning_tokens"),
+        attributes,
+    )
+    finish = _value(row, "finish")
+    if finish is not None:
+        attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (str(finish),)
+    ttfc = _value(row, "ttfc_s")
+    if ttfc is not None:
+        attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = float(ttfc)
+    for column, name in (("call_id", CALL_ID), ("attempt", ATTEMPT), ("chunks", CHUNKS)):
+        value = _value(row, column)
+        if value is not None:
+            attributes[name] = value if isinstance(value, str) else int(value)
+    final = _value(row, "final")
+    if final is not None:
+        attributes[FINAL] = bool(final)
+    violations = _int(row, "violations")
+    warnings = _int(row, "warnings")
+    if violations or warnings:
+        attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
+    for key, value in tags.items():
+        attributes[TAG_PREFIX + key] = str(value)
+    structure = _structure(tags)
+    parent_span = step_spans.get(structure) if structure is not None else None
+    parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
+    span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
+    _end(span, None if error_code is None else str(error_code), end)
