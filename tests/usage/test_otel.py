@@ -469,3 +469,39 @@ async def test_an_aborted_agent_run_ends_every_span_it_opened_with_the_abort_cod
         assert (span.attributes or {})[error_attributes.ERROR_TYPE] == "ABORTED"
         assert span.status.status_code is StatusCode.ERROR
     assert KEY not in everything_exported(spans)
+
+
+MEMORY_PROBE = """
+import sys, tracemalloc
+sys.path.insert(0, {src!r})
+from opentelemetry.trace import NoOpTracerProvider
+from chunkscope.protocol import StreamResult, Timings, TokenUsage, FinishReason
+from chunkscope.usage import UsageLog, to_otel
+log = UsageLog()
+result = StreamResult(usage=TokenUsage(input_tokens=5, output_tokens=1), finish=FinishReason(kind="stop"),
+                      timings=Timings(first_chunk_s=0.1, total_s=0.5, started_at=1_780_000_000.0))
+for i in range({rows}):
+    log.record(result, provider="p", model="m", tags={{"agent_run": "r", "step": str(i % 50)}})
+frame = log.to_frame()
+del log
+tracemalloc.start()
+emitted = to_otel(frame, NoOpTracerProvider())
+print(emitted, tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_replaying_a_big_frame_keeps_memory_flat() -> None:
+    import subprocess
+    import sys
+
+    rows = 100_000
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE.format(src=src, rows=rows)],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    emitted, peak = map(int, done.stdout.split())
+    assert emitted == rows + 50 + 1
+    # measured: ~38 MiB; every row as a dict at once (the naive replay) peaks at ~140 MiB
+    assert peak < 80 * 2**20, f"peak {peak / 2**20:.0f} MiB"
