@@ -354,7 +354,9 @@ def _value(any_value: Any) -> Any:
     return getattr(any_value, kind)
 
 
-async def test_end_to_end_over_otlp_http_to_a_loopback_receiver() -> None:
+async def test_end_to_end_over_otlp_http_to_a_loopback_receiver(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy"):  # a proxy set in the environment must not see the spans
+        monkeypatch.setenv(name, "127.0.0.1")
     handler = type("Receiver", (_Receiver,), {"requests": [], "paths": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -365,9 +367,8 @@ async def test_end_to_end_over_otlp_http_to_a_loopback_receiver() -> None:
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=10)))
         sink = otel_sink(provider, MeterProvider())
         chunks = [{"type": "text-delta", "index": 0, "text": "x"}, *text_chunks(usage=USAGE)]
-        await asyncio.to_thread(
-            asyncio.run, collect(chunks, log=sink, provider="deepseek", model="deepseek-chat")
-        )
+        # SimpleSpanProcessor: the span is POSTed as the attempt is recorded
+        await collect(chunks, log=sink, provider="deepseek", model="deepseek-chat")
         provider.force_flush(10_000)
         provider.shutdown()
     finally:
@@ -490,6 +491,7 @@ print(emitted, tracemalloc.get_traced_memory()[1])
 """
 
 
+@pytest.mark.slow  # ~15 s: 100,000 spans through the no-op tracer
 def test_replaying_a_big_frame_keeps_memory_flat() -> None:
     import subprocess
     import sys
