@@ -7,6 +7,8 @@
 2. ``summary()`` on those 1,000,000 rows (by provider and model).
 3. reading a 100 MB DeepSeek Harness session log (generated at run time)
    against a plain ``json.loads`` loop over its lines; target: within 2x.
+4. emitting OpenTelemetry spans per attempt (``otel_sink``) against a plain
+   ``UsageLog``; target: at most 20 µs per attempt more.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
 the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
@@ -189,7 +191,86 @@ def bench_session_log(rows: int, repeat: int, report: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------------------
 
-SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [bench_frame, bench_summary, bench_session_log]
+
+def bench_otel(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    """Per attempt: ``otel_sink`` (a span, its events and four metric points) against a plain ``UsageLog``.
+
+    The spans go through a ``BatchSpanProcessor`` (what a real set-up uses) to an exporter that drops
+    them; the metrics into an SDK ``MeterProvider``. Target: at most 20 µs per attempt over UsageLog.
+    """
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from chunkscope.usage import otel_sink
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    attempts = max(1, min(rows, 50_000))
+    shapes = results()
+
+    def run(make: Callable[[], Any]) -> float:
+        sink = make()
+        record = sink.record
+        start = time.perf_counter()
+        for i in range(attempts):
+            provider, model = MODELS[i % len(MODELS)]
+            record(shapes[i % len(shapes)], provider=provider, model=model, call_id=f"c{i}")
+        return time.perf_counter() - start
+
+    providers: list[Any] = []
+
+    def make_otel() -> Any:
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(BatchSpanProcessor(Drop(), max_queue_size=attempts + 1))
+        meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        providers.extend((tracer_provider, meter_provider))
+        return otel_sink(tracer_provider, meter_provider)
+
+    def make_noop() -> Any:
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+
+        return otel_sink(NoOpTracerProvider(), NoOpMeterProvider())
+
+    def sdk_floor() -> float:
+        # What the SDK itself costs per attempt with no attributes: one span, four histogram points.
+        tracer_provider, meter_provider = make_otel()._tracer, providers[-1].get_meter("floor")
+        histogram = meter_provider.create_histogram("floor")
+        start = time.perf_counter()
+        for _ in range(attempts):
+            tracer_provider.start_span("chat", start_time=1).end(end_time=2)
+            for _ in range(4):
+                histogram.record(1.0)
+        return time.perf_counter() - start
+
+    log_s, _ = best(lambda: run(UsageLog), repeat)
+    otel_s, _ = best(lambda: run(make_otel), repeat)
+    noop_s, _ = best(lambda: run(make_noop), repeat)
+    floor_s, _ = best(sdk_floor, repeat)
+    for provider in providers:
+        provider.shutdown()
+    per_log = log_s / attempts * 1e6
+    per_otel = otel_s / attempts * 1e6
+    print(f"\nemitting spans, {attempts:,} attempts:")
+    print(f"  UsageLog.record                           {per_log:8.2f} µs / attempt")
+    print(f"  otel_sink().record (span + metrics)       {per_otel:8.2f} µs / attempt")
+    print(f"  otel_sink, no-op providers (own work)     {noop_s / attempts * 1e6:8.2f} µs / attempt")
+    print(f"  SDK floor: bare span + 4 points           {floor_s / attempts * 1e6:8.2f} µs / attempt")
+    extra = per_otel - per_log
+    print(f"  otel over UsageLog                        {extra:8.2f} µs / attempt   (target ≤ 20 µs)")
+    report["otel_over_log_us"] = per_otel - per_log
+
+
+SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [
+    bench_frame,
+    bench_summary,
+    bench_session_log,
+    bench_otel,
+]
 
 
 def main() -> None:
@@ -200,7 +281,9 @@ def main() -> None:
     report: dict[str, Any] = {}
     for section in SECTIONS:
         section(args.rows, args.repeat, report)
-    print(json.dumps({"rows": args.rows, "to_frame_s": round(report["to_frame_s"], 3)}))
+    figures = {"rows": args.rows, "to_frame_s": round(report["to_frame_s"], 3)}
+    figures["otel_over_log_us"] = round(report["otel_over_log_us"], 1)
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

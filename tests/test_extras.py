@@ -145,6 +145,9 @@ PYTHON_PATHS = [
     ("import asyncio; asyncio.run(cs.show([]))", ("traitlets", "anywidget"), "notebook"),
     ("cs.ConformanceGrid", ("anywidget",), "notebook"),
     ("cs.read_dsh_sessions(write_session(), dask=True)", ("dask",), "dask"),
+    ("cs.otel_sink()", ("opentelemetry",), "otel"),
+    ("cs.to_otel", ("opentelemetry",), "otel"),
+    ("from chunkscope.usage import to_otel", ("opentelemetry",), "otel"),
     ("import chunkscope.testing", ("hypothesis",), "testing"),
     (
         "from chunkscope.conformance_kit._report import ConformanceReport; "

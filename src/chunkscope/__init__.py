@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
         ],
         ".usage",
     ),
+    # usage: OpenTelemetry GenAI spans (issue 18; the "otel" extra)
+    **dict.fromkeys(["otel_sink", "to_otel"], ".usage"),
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -239,6 +241,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .usage import UnpricedModelWarning as UnpricedModelWarning
     from .usage import UsageLog as UsageLog
     from .usage import batch as batch
+    from .usage import otel_sink as otel_sink
     from .usage import plot_usage as plot_usage
     from .usage import read_dsh_session as read_dsh_session
     from .usage import read_dsh_sessions as read_dsh_sessions
@@ -247,4 +250,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .usage import summary as summary
     from .usage import to_disjoint as to_disjoint
     from .usage import to_inclusive as to_inclusive
+    from .usage import to_otel as to_otel
     from .usage import to_parquet as to_parquet

@@ -379,3 +379,63 @@ def test_run_sync_returns_after_an_abort_though_a_sync_tool_is_stuck() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["aborted", "True"]
+
+class ObservingSink:
+    """A usage sink with the agent-run hooks: it writes down every call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def record(self, result: Any, *, provider: str, model: str, tags: Any = None, **_: Any) -> None:
+        self.calls.append(("record", tags["agent_run"], tags["step"]))
+
+    def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None:
+        self.calls.append(("run-start", run_id, model))
+
+    def agent_step_started(self, run_id: str, step: int) -> None:
+        self.calls.append(("step-start", run_id, step))
+
+    def agent_step_ended(self, run_id: str, step: int, *, error_code: str | None = None) -> None:
+        self.calls.append(("step-end", run_id, step, error_code))
+
+    def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None:
+        self.calls.append(("run-end", run_id, outcome, error_code))
+
+
+async def test_a_sink_with_the_run_hooks_hears_each_run_and_step_start_and_end_around_its_attempts() -> None:
+    sink = ObservingSink()
+    adapter = SequenceAdapter(
+        [Call(tool_reply(("c", "get_time", '{"timezone": "UTC"}'))), Call(text_reply("x"))]
+    )
+    result = await cs.AgentLoop(adapter, tools=[get_time], log=sink).run("go", model="m")
+    assert result.ok
+    run_id = sink.calls[0][1]
+    assert sink.calls == [
+        ("run-start", run_id, "m"),
+        ("step-start", run_id, 1),
+        ("record", run_id, "1"),
+        ("step-end", run_id, 1, None),
+        ("step-start", run_id, 2),
+        ("record", run_id, "2"),
+        ("step-end", run_id, 2, None),
+        ("run-end", run_id, "done", None),
+    ]
+
+
+async def test_the_run_hooks_hear_a_failed_step_and_a_consumer_that_stops_reading() -> None:
+    sink = ObservingSink()
+    failing = SequenceAdapter([Call(error=llm_error("AUTH"))])
+    await cs.AgentLoop(failing, log=sink).run("go", model="m")
+    assert [c[0] for c in sink.calls] == ["run-start", "step-start", "record", "step-end", "run-end"]
+    assert sink.calls[3][3] == "AUTH" and sink.calls[4][2:] == ("error", "AUTH")
+    sink.calls.clear()
+    adapter = SequenceAdapter(
+        [Call(tool_reply(("c", "get_time", '{"timezone": "UTC"}'))), Call(text_reply("x"))]
+    )
+    iterator = aiter(cs.AgentLoop(adapter, tools=[get_time], log=sink).run("go", model="m"))
+    async for event in iterator:
+        if event.type == "tool-call":
+            break
+    await iterator.aclose()  # type: ignore[attr-defined]
+    # the step never reached its end event: the run's end is still heard (the sink closes what is open)
+    assert sink.calls[-1][0] == "run-end" and sink.calls[-1][2:] == ("aborted", "ABORTED")

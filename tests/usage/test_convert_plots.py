@@ -14,8 +14,8 @@ from chunkscope.usage import (
     plot_usage,
     to_disjoint,
     to_inclusive,
-    to_otel,
     to_otel_attributes,
+    to_otel_columns,
     tokens_per_call,
 )
 
@@ -55,7 +55,7 @@ def test_inclusive_input_adds_the_cache_and_disjoint_takes_it_back_out() -> None
 
 def test_otel_names_use_the_inclusive_input_count() -> None:
     f = frame()
-    otel = to_otel(f)
+    otel = to_otel_columns(f)
     assert otel["gen_ai.usage.input_tokens"].tolist()[:2] == [7800, 12]
     assert otel["gen_ai.usage.cache_read.input_tokens"].tolist()[0] == 7680
     assert OTEL_ATTRIBUTES["output_tokens"] == "gen_ai.usage.output_tokens"

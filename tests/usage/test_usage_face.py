@@ -38,5 +38,7 @@ def test_the_usage_names_are_on_the_face() -> None:
         "to_inclusive",
         "to_disjoint",
         "OTEL_ATTRIBUTES",
+        "otel_sink",
+        "to_otel",
     ):
         assert name in cs.__all__ and getattr(cs, name) is not None, name

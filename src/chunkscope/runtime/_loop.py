@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from chunkscope.adapters import AbortSignal, GenerateOptions, LlmAdapter, turn_paused
 from chunkscope.protocol import (
@@ -297,6 +297,26 @@ class AgentRun:
         return self.finish().__await__()
 
 
+@runtime_checkable
+class AgentRunObserver(Protocol):
+    """What a ``UsageSink`` may add to hear when agent runs and steps start and end.
+
+    ``AgentLoop`` calls these on its ``log`` when the log has them (an
+    OpenTelemetry sink opens and closes its ``invoke_agent`` and step spans
+    with them); a plain ``UsageLog`` has none. Attempts recorded in between
+    carry the tags ``agent_run`` (= ``run_id``) and ``step``. The runtime
+    never imports the sink's layer: this protocol is all the two share.
+    """
+
+    def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None: ...
+
+    def agent_step_started(self, run_id: str, step: int) -> None: ...
+
+    def agent_step_ended(self, run_id: str, step: int, *, error_code: str | None = None) -> None: ...
+
+    def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None: ...
+
+
 class _Clock:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -416,8 +436,13 @@ class AgentLoop:
         outcome: Outcome = "max_steps"
         error: LlmError | None = None
         fatal: list[BaseException] = []  # a tool's KeyboardInterrupt / SystemExit, re-raised after LoopEnd
+        observer = self.log if isinstance(self.log, AgentRunObserver) else None
+        if observer is not None:
+            observer.agent_run_started(run_id, provider=base.provider, model=base.model)
         try:
             for step in range(1, self.max_steps + 1):
+                if observer is not None:
+                    observer.agent_step_started(run_id, step)
                 yield StepStart(now(), step)
                 options = base.replace(messages=messages)
                 attempts: list[StreamResult] = []
@@ -460,11 +485,11 @@ class AgentLoop:
                 steps.append(record)
                 failure = _failure_of(result)
                 if signal is not None and signal.aborted:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome, error = "aborted", self._abort_error(base.provider, signal, failure)
                     break
                 if failure is not None:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome = "aborted" if failure.code == "ABORTED" else "error"
                     error = failure
                     break
@@ -474,16 +499,16 @@ class AgentLoop:
                     # The provider paused a long turn (Anthropic pause_turn): sending the
                     # assistant message back continues it, as the next step.
                     messages.append(result.message())
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     continue
                 if finish is None or finish.kind != "tool-calls" or not calls:
-                    yield StepEnd(now(), step, result, tuple(attempts))
+                    yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome = "done"
                     break
                 messages.append(result.message())
                 async for tool_event in self._tools(calls, step, signal, now, record, fatal):
                     yield tool_event
-                yield StepEnd(now(), step, result, tuple(attempts))
+                yield self._step_end(observer, run_id, now(), step, result, attempts)
                 if fatal:
                     stopped = f"a tool raised {type(fatal[0]).__name__}: the run stopped"
                     outcome, error = "aborted", LlmError(stopped, "ABORTED")
@@ -501,6 +526,9 @@ class AgentLoop:
         finally:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
             self.last_result = final
+            if observer is not None:
+                code = error.code if error is not None else None
+                observer.agent_run_ended(run_id, outcome=outcome, error_code=code)
         yield LoopEnd(now(), final)
         if fatal:
             raise fatal[0]  # Ctrl-C / sys.exit() in a tool still stops the program, after the result
@@ -620,6 +648,20 @@ class AgentLoop:
         except Exception:  # no adapter to ask, or one whose redact fails: the reason is left out
             text = "the run was aborted"
         return LlmError(text, "ABORTED")
+
+    @staticmethod
+    def _step_end(
+        observer: AgentRunObserver | None,
+        run_id: str,
+        t: float,
+        step: int,
+        result: StreamResult,
+        attempts: list[StreamResult],
+    ) -> StepEnd:
+        if observer is not None:
+            failure = _failure_of(result)
+            observer.agent_step_ended(run_id, step, error_code=failure.code if failure is not None else None)
+        return StepEnd(t, step, result, tuple(attempts))
 
     def _record(
         self,

@@ -8,6 +8,8 @@ package binds their frame projection, ``DshSession.to_frame``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from chunkscope.sources.dsh import (
     DshAttempt,
     DshLogError,
@@ -20,7 +22,14 @@ from chunkscope.sources.dsh import (
 )
 
 from ._batch import BatchProgressWarning, batch, partial_results
-from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
+from ._convert import (
+    OTEL_ATTRIBUTES,
+    inclusive_input,
+    to_disjoint,
+    to_inclusive,
+    to_otel_attributes,
+    to_otel_columns,
+)
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh_frame import session_frame
 from ._log import LoggedAdapter, UsageLog
@@ -34,12 +43,20 @@ from ._tags import expand_tags
 # The session-log reader (sources) needs no pandas; its usage frame is this layer's.
 bind_frame(session_frame)
 
+if TYPE_CHECKING:
+    from ._otel import OtelSink, otel_sink, to_otel
+
 __all__ = [
     "expand_tags",
     "tokens_per_call",
     "plot_usage",
     "to_otel_attributes",
+    "to_otel_columns",
+    "inclusive_input",
+    # OpenTelemetry GenAI spans (issue 18): the "otel" extra, loaded on first use
+    "otel_sink",
     "to_otel",
+    "OtelSink",
     "to_inclusive",
     "to_disjoint",
     "OTEL_ATTRIBUTES",
@@ -79,3 +96,18 @@ __all__ = [
     "read_dsh_sessions",
     "read_parquet_dask",
 ]
+
+_OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenTelemetry names load on first use: the rest of the usage layer works without the extra.
+    if name not in _OTEL_NAMES:
+        raise AttributeError(f"module 'chunkscope.usage' has no attribute {name!r}")
+    from chunkscope._extras import needs_extra
+
+    with needs_extra(f"chunkscope.usage.{name}"):
+        from . import _otel
+    value = getattr(_otel, name)
+    globals()[name] = value
+    return value

@@ -21,7 +21,14 @@ import pandas as pd
 
 from chunkscope.protocol import TokenUsage
 
-__all__ = ["OTEL_ATTRIBUTES", "to_disjoint", "to_inclusive", "to_otel", "to_otel_attributes"]
+__all__ = [
+    "OTEL_ATTRIBUTES",
+    "inclusive_input",
+    "to_disjoint",
+    "to_inclusive",
+    "to_otel_attributes",
+    "to_otel_columns",
+]
 
 OTEL_ATTRIBUTES: dict[str, str] = {
     "billed_input_tokens": "gen_ai.usage.input_tokens",  # inclusive: the OTel input count
@@ -39,6 +46,16 @@ OTEL_ATTRIBUTES: dict[str, str] = {
 is the frame's ``billed_input_tokens`` (inclusive), not its disjoint ``input_tokens``."""
 
 _CONVENTION = "token_convention"
+
+
+def inclusive_input(input_tokens: int | None, cache_read: int | None, cache_write: int | None) -> int | None:
+    """One attempt's inclusive input count (the OTel / dashboard convention) from its disjoint counts.
+
+    The scalar form of ``to_inclusive``: absent cache counts add nothing; absent input stays None.
+    """
+    if input_tokens is None:
+        return None
+    return input_tokens + (cache_read or 0) + (cache_write or 0)
 
 
 def to_inclusive(frame: pd.DataFrame) -> pd.DataFrame:
@@ -69,8 +86,11 @@ def to_disjoint(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def to_otel(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame's columns under their OpenTelemetry GenAI names (inclusive input), the rest dropped."""
+def to_otel_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame's columns under their OpenTelemetry GenAI names (inclusive input), the rest dropped.
+
+    (``to_otel`` replays a frame as OpenTelemetry spans: ``chunkscope.usage._otel``.)
+    """
     present = {column: name for column, name in OTEL_ATTRIBUTES.items() if column in frame.columns}
     return frame[list(present)].rename(columns=present)
 
@@ -96,10 +116,9 @@ def to_otel_attributes(usage: TokenUsage | Mapping[str, Any]) -> dict[str, int]:
         return None if value is None or value is pd.NA or pd.isna(value) else int(value)
 
     out: dict[str, int] = {}
-    base = get("input_tokens")
-    if base is not None:
-        cached = (get("cache_read_tokens") or 0) + (get("cache_write_tokens") or 0)
-        out["gen_ai.usage.input_tokens"] = base + cached
+    inclusive = inclusive_input(get("input_tokens"), get("cache_read_tokens"), get("cache_write_tokens"))
+    if inclusive is not None:
+        out["gen_ai.usage.input_tokens"] = inclusive
     for column in ("output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
         value = get(column)
         if value is not None:
