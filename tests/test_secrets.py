@@ -204,7 +204,12 @@ def test_a_cause_holding_an_http_request_pickles_as_its_type_and_text_only() -> 
     # exception's raw cause process-wide (the limit documented on LlmError).
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, "-c", _CAUSE_CHILD], capture_output=True, text=True, timeout=120, cwd=root, env=_env()
+        [sys.executable, "-c", _CAUSE_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env=_env(),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False _CarriesRequest: connection reset"
