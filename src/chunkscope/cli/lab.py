@@ -179,11 +179,11 @@ def find_notebooks_dir(start: Path | None = None) -> Path | None:
         candidate = folder / "notebooks"
         if candidate.is_dir() and any(candidate.glob("*.ipynb")):
             return candidate
-    checkout = Path(__file__).resolve().parents[2] / "notebooks"  # src/chunkscope/_lab.py → repo root
+    checkout = Path(__file__).resolve().parents[3] / "notebooks"  # src/chunkscope/cli/lab.py → repo root
     return checkout if checkout.is_dir() else None
 
 
-SHIPPED_NOTEBOOKS = Path(__file__).resolve().parent / "_notebooks"
+SHIPPED_NOTEBOOKS = Path(__file__).resolve().parents[1] / "_notebooks"
 """The tutorials inside an installed wheel (``pyproject.toml`` force-includes ``notebooks/`` here)."""
 
 WORKING_FOLDER_NAME = "chunkscope-notebooks"

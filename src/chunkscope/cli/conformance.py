@@ -15,8 +15,7 @@ import os
 import sys
 
 from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
-
-from ._errors import ConformanceError
+from chunkscope.conformance_kit._errors import ConformanceError
 
 __all__ = ["add_conformance_parser", "run_command"]
 
@@ -34,9 +33,9 @@ def run_command(
 ) -> int:
     """What ``chunkscope conformance`` does; returns the exit status."""
     # Imported here: `chunkscope --help` and the other commands must not load the adapters.
-    from ._run import case_names
-    from ._target import load_factory
-    from ._watch import conformance
+    from chunkscope.conformance_kit._run import case_names
+    from chunkscope.conformance_kit._target import load_factory
+    from chunkscope.conformance_kit._watch import conformance
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the caller's folder is importable

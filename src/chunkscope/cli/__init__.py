@@ -24,15 +24,15 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from chunkscope import __version__
-from chunkscope._cli_check import add_check_parser
-from chunkscope._cli_inputs import terse_errors
-from chunkscope._cli_record import add_record_parser
-from chunkscope._cli_show import add_show_parser
-from chunkscope._cli_usage import add_usage_parser
 from chunkscope._extras import MissingExtraError, as_missing_extra
-from chunkscope._lab import UsageError, add_lab_parser, parse_port
 from chunkscope._wires import WIRE_FACTS
-from chunkscope.conformance_kit._cli import add_conformance_parser
+from chunkscope.cli._inputs import terse_errors
+from chunkscope.cli.check import add_check_parser
+from chunkscope.cli.conformance import add_conformance_parser
+from chunkscope.cli.lab import UsageError, add_lab_parser, parse_port
+from chunkscope.cli.record import add_record_parser
+from chunkscope.cli.show import add_show_parser
+from chunkscope.cli.usage import add_usage_parser
 
 __all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
 

@@ -25,8 +25,9 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import printable, terse_errors
-from ._wires import DEFAULT_WIRE, WIRE_FACTS
+from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
+
+from ._inputs import printable, terse_errors
 
 if TYPE_CHECKING:  # the adapters load when a stream is recorded, not when the command starts
     from chunkscope import GenerateOptions, LlmAdapter, StreamResult
@@ -56,7 +57,7 @@ def _fail(message: str, key: str | None, status: int) -> int:
 
 
 def _adapter(wire: str, base_url: str, key: str, idle_timeout: float | None) -> LlmAdapter:
-    from .adapters.wires import WIRES
+    from chunkscope.adapters.wires import WIRES
 
     adapter: Any = WIRES[wire].adapter  # every built-in wire adapter takes these keywords
     built: LlmAdapter = adapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)

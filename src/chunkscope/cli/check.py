@@ -22,7 +22,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import (
+from ._inputs import (
     PROFILE_CHOICES,
     InputError,
     analyze,
@@ -98,7 +98,7 @@ def format_text(stream: LoadedStream, result: StreamResult, profile: str) -> str
         for row in [header, *rows]:
             cells = [row[0].rjust(widths[0]), *(row[i].ljust(widths[i]) for i in range(1, 4)), row[4]]
             lines.append("  " + "  ".join(cells).rstrip())
-    from .protocol._errors import is_unmapped  # here: the command starts without the protocol
+    from chunkscope.protocol._errors import is_unmapped  # here: the command starts without the protocol
 
     if result.error is not None:
         mark = _UNMAPPED_MARK if is_unmapped(result.error.code) else ""
@@ -114,7 +114,7 @@ _UNMAPPED_MARK = " (unmapped: no code in cs.ERROR_CODES; a finish reason chunksc
 
 def _unmapped_finish_code(result: StreamResult) -> str | None:
     """The code of an error finish that stands under no registered code, else None."""
-    from .protocol._errors import is_unmapped
+    from chunkscope.protocol._errors import is_unmapped
 
     failure = result.finish.failure if result.finish is not None else None
     if failure is None or not is_unmapped(failure.code):
@@ -125,7 +125,7 @@ def _unmapped_finish_code(result: StreamResult) -> str | None:
 def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
     """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
     which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
-    from .protocol._errors import is_unmapped
+    from chunkscope.protocol._errors import is_unmapped
 
     errors, warnings = _counts(result)
     report = {

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from chunkscope import ERROR_CODES, ToolCallBlock
 
-from ._cli_inputs import printable
+from ._inputs import printable
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult

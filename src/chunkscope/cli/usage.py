@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import (
+from ._inputs import (
     InputError,
     analyze,
     load_streams,

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ._cli_inputs import (
+from ._inputs import (
     PROFILE_CHOICES,
     InputError,
     analyze,
@@ -49,7 +49,7 @@ def run_show(
         return 2
     from rich.console import Console
 
-    from ._cli_render import render
+    from ._render import render
 
     out = console or Console(width=width, highlight=False)
     for stream, result in drawn:
