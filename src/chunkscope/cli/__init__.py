@@ -1,12 +1,21 @@
-"""The ``chunkscope`` command.
+"""The ``chunkscope`` command: one module per subcommand, this one runs them.
 
-Each subcommand is one function that adds its parser to the subparsers and
-sets ``func`` (parsed args → exit status); ``SUBCOMMANDS`` lists them in the
-order ``--help`` shows them. Adding a subcommand = writing that function and
-appending it to the list.
+``chunkscope <command> ...`` dispatches to the subcommand's module in this
+package — ``serve``, ``lab``, ``check``, ``record``, ``show``, ``usage``,
+``conformance`` — which share ``_args`` (the one error type,
+:class:`~chunkscope.cli._args.CommandLineError`, ports, seconds, folders,
+plural wording, one-line argparse errors), ``_inputs`` (the recorded streams
+a file holds, read through ``chunkscope.sources``) and ``_output`` (text made
+safe for a terminal, a quiet ``| head``); ``_render`` is ``show``'s rich picture.
 
-``chunkscope serve [--port N] [--token-delay S]`` runs the local provider on
-127.0.0.1 until Ctrl-C.
+How a subcommand joins: write ``cli/<name>.py`` with an
+``add_<name>_parser(subparsers)`` that adds its parser, sets ``func`` (parsed
+args → exit status: 0 fine, 1 "found something", 2 bad input) and, if its
+handler checks values itself, ``subcommand_parser=parser``; then append that
+function to :data:`SUBCOMMANDS` below (the order ``--help`` shows). Nothing
+else: unknown flags, one-line argparse errors and a missing extra's message are
+handled here for every subcommand. The layer rule: this package may import
+every layer; nothing imports it.
 
 A subcommand's mistakes are reported in its own terms: a bad value gets one
 line naming the flag (``--token-delay``), an unknown flag gets the subcommand's
@@ -16,114 +25,22 @@ usage (a subparser stores itself as ``subcommand_parser`` for that), never a tra
 from __future__ import annotations
 
 import argparse
-import math
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
-from types import FrameType
 
 from chunkscope import __version__
 from chunkscope._extras import MissingExtraError, as_missing_extra
-from chunkscope._wires import WIRE_FACTS
-from chunkscope.cli._inputs import terse_errors
-from chunkscope.cli.check import add_check_parser
-from chunkscope.cli.conformance import add_conformance_parser
-from chunkscope.cli.lab import UsageError, add_lab_parser, parse_port
-from chunkscope.cli.record import add_record_parser
-from chunkscope.cli.show import add_show_parser
-from chunkscope.cli.usage import add_usage_parser
 
-__all__ = ["main", "serve", "add_serve_parser", "SUBCOMMANDS"]
+from ._args import terse_errors
+from .check import add_check_parser
+from .conformance import add_conformance_parser
+from .lab import add_lab_parser
+from .record import add_record_parser
+from .serve import add_serve_parser, serve
+from .show import add_show_parser
+from .usage import add_usage_parser
 
-SERVE_HELP = "run the local provider (OpenAI/DeepSeek and Anthropic wires) on 127.0.0.1 until Ctrl-C"
-
-
-def serve(*, port: int = 0, token_delay: float = 0.0) -> int:
-    """Serve the local provider until Ctrl-C or SIGTERM; print its URLs and scenarios first.
-
-    A port outside 0..65535 or a delay that is not a finite number >= 0 prints one
-    line naming the flag and returns 2; a port that cannot be listened on returns 1.
-    """
-    from chunkscope.provider import SCENARIOS, LocalProvider
-
-    try:
-        _check_serve_values(port, token_delay)
-    except UsageError as exc:
-        print(f"chunkscope serve: {exc}", file=sys.stderr)
-        return 2
-    provider = LocalProvider(port=port, token_delay=token_delay)
-    try:
-        provider.start()
-    except OSError as exc:
-        print(
-            f"chunkscope serve: --port {port}: cannot listen on 127.0.0.1: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return 1
-
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    # SIGTERM stops the server as cleanly as Ctrl-C does (signals can only be caught in the main thread).
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
-    try:
-        print(f"chunkscope local provider on {provider.url}")
-        width = max(len(facts.label) for facts in WIRE_FACTS.values())
-        for facts in WIRE_FACTS.values():  # each wire's base URL, from the wire table
-            print(f"  {facts.label + ' base_url:':<{width + 10}} {facts.base_url(provider.url)}")
-        print(f"  models (scenarios, docs/scenarios.md): {', '.join(SCENARIOS)} (and long-<N>)")
-        print("  any API key is accepted. Ctrl-C to stop.", flush=True)
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
-        provider.stop()
-    return 0
-
-
-def _check_serve_values(port: int, token_delay: float) -> None:
-    if not 0 <= port <= 65535:
-        raise UsageError(f"--port {port} is not a port (1-65535, or 0 for any free port)")
-    if not (math.isfinite(token_delay) and token_delay >= 0):
-        raise UsageError(f"--token-delay {token_delay:g} must be a number of seconds >= 0")
-
-
-def _parse_token_delay(text: str) -> float:
-    try:
-        delay = float(text)
-    except ValueError:
-        raise UsageError(f"--token-delay {text!r} is not a number of seconds") from None
-    _check_serve_values(0, delay)
-    return delay
-
-
-def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``chunkscope serve``."""
-    parser = subparsers.add_parser("serve", help=SERVE_HELP, description=SERVE_HELP)
-    # values are checked by the handler, not argparse: a bad one gets one line naming the flag
-    parser.add_argument("--port", default="0", metavar="N", help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument(
-        "--token-delay",
-        default="0",
-        metavar="S",
-        help="seconds between streamed events (default 0)",
-    )
-    parser.set_defaults(func=_handle_serve, subcommand_parser=parser)
-
-
-def _handle_serve(args: argparse.Namespace) -> int:
-    try:
-        port = parse_port(str(args.port))
-        token_delay = _parse_token_delay(str(args.token_delay))
-    except UsageError as exc:
-        print(f"chunkscope serve: {exc}", file=sys.stderr)
-        return 2
-    return serve(port=port, token_delay=token_delay)
-
+__all__ = ["SUBCOMMANDS", "build_parser", "main", "serve"]
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     add_serve_parser,
@@ -181,7 +98,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = MissingExtraError(missing.extra, missing.name or "?")  # the command names what needs it
         print(f"chunkscope {command}: {line}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
