@@ -122,7 +122,7 @@ def test_the_install_carries_the_license_and_the_tutorials_copied_without_overwr
 ) -> None:
     code = (
         "import importlib.metadata as m, sys\n"
-        "from chunkscope._lab import SHIPPED_NOTEBOOKS, _notebook_root\n"
+        "from chunkscope.cli.lab import SHIPPED_NOTEBOOKS, _notebook_root\n"
         "print([f.name for f in m.files('chunkscope') if f.name == 'LICENSE'])\n"
         "print(sorted(p.name for p in SHIPPED_NOTEBOOKS.glob('*.ipynb')))\n"
         "print(_notebook_root(None))\n"

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-import chunkscope._lab as lab_module
-from chunkscope._lab import find_notebooks_dir, lab_command, write_lab_settings
+import chunkscope.cli.lab as lab_module
+from chunkscope.cli.lab import find_notebooks_dir, lab_command, write_lab_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -354,7 +354,7 @@ def test_the_real_command_refuses_a_bad_port_without_a_traceback() -> None:
 
 _LATE_SERVER = """
 import http.server, sys, threading, time
-from chunkscope._lab import _announce_when_serving
+from chunkscope.cli.lab import _announce_when_serving
 port = int(sys.argv[1])
 _announce_when_serving(port, "BANNER")
 print("launched", file=sys.stderr, flush=True)
@@ -391,7 +391,7 @@ def test_waiting_for_a_server_that_never_answers_ends_at_its_timeout_or_when_it_
 
 
 def test_an_installed_package_serves_a_copy_of_its_notebooks_keeping_the_users_edits(tmp_path: Path) -> None:
-    from chunkscope._lab import working_notebooks_dir
+    from chunkscope.cli.lab import working_notebooks_dir
 
     shipped = tmp_path / "site-packages" / "chunkscope" / "_notebooks"
     shipped.mkdir(parents=True)

@@ -71,16 +71,6 @@ LIBRARIES: dict[str, set[str] | None] = {
 
 _TOP_LEVEL_LAYERS = {
     "_wires.py": "wires",
-    "cli.py": "cli",
-    "_lab.py": "cli",
-    # the check / record / show / usage subcommands, the input files they share, show's rich picture
-    **dict.fromkeys(
-        [
-            "_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py",
-            "_cli_usage.py",
-        ],
-        "cli",
-    ),
     "_extras.py": "protocol",  # the missing-extra message: stdlib only, so every layer may use it
 }
 

@@ -7,7 +7,7 @@ every cell through JupyterLab's own ``notebook:run-all-cells`` command
 (``lab.run_all``) and then asserts on the page's DOM.
 
 The server runs with the command line and application settings of ``chunkscope
-lab`` (``chunkscope._lab``: loopback, offline, widget state saved into notebooks)
+lab`` (``chunkscope.cli.lab``: loopback, offline, widget state saved into notebooks)
 and throwaway config, data, runtime and settings folders: user
 settings turn autosave off (the notebook on disk stays as the test wrote it) and
 notebook windowing off (every cell stays in the DOM). ``window.jupyterapp`` is
@@ -36,7 +36,7 @@ import httpx
 import nbformat
 import pytest
 
-from chunkscope._lab import _default_app_settings_dir, lab_command, write_lab_settings
+from chunkscope.cli.lab import _default_app_settings_dir, lab_command, write_lab_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -14,8 +14,7 @@ import pytest
 from _cli_streams import broken, example
 
 import chunkscope as cs
-from chunkscope import _cli_inputs
-from chunkscope.cli import main
+from chunkscope.cli import _inputs, main
 from chunkscope.sources import _load as sources_load
 
 MakeFile = Callable[..., Path]
@@ -234,7 +233,7 @@ def test_a_file_over_the_size_limit_is_refused_unread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], make_log: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = make_log("big.jsonl", example())
-    monkeypatch.setattr(_cli_inputs, "MAX_BYTES", 100)
+    monkeypatch.setattr(_inputs, "MAX_BYTES", 100)
     code, _, err = run(capsys, str(path))
     assert code == 2 and err.count("\n") == 1 and "over the 100-byte limit" in err
 
@@ -335,10 +334,10 @@ def test_a_file_holding_several_streams_is_checked_and_drawn_stream_by_stream(
     capsys: pytest.CaptureFixture[str], make_log: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the shape a multi-stream reader (a session log's steps) plugs into: one LoadedStream per stream
-    def two_steps(path: str, handle: object) -> list[_cli_inputs.LoadedStream]:
+    def two_steps(path: str, handle: object) -> list[_inputs.LoadedStream]:
         return [
-            _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
-            _cli_inputs.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
+            _inputs.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
+            _inputs.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
         ]
 
     monkeypatch.setitem(sources_load._READERS, "chunks", two_steps)

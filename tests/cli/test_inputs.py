@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from _cli_streams import example, write_log, write_recording, write_session_log
 
-from chunkscope import _cli_inputs
-from chunkscope.cli import main
+from chunkscope.cli import _inputs, main
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -150,7 +149,7 @@ def test_a_zstd_log_whose_decompressed_size_passes_the_bound_is_refused(
     # the log, then 4 MiB of padding spaces after its last newline: tiny compressed, big inside
     bomb.write_bytes(zstandard.ZstdCompressor().compress(plain + b"\n" * (4 << 20)))
     assert bomb.stat().st_size < 10_000
-    monkeypatch.setattr(_cli_inputs, "MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(_inputs, "MAX_BYTES", 1 << 20)
     code = main(["check", str(bomb)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1

@@ -12,8 +12,7 @@ from _cli_streams import example, write_session_log
 from rich.console import Console
 
 import chunkscope as cs
-from chunkscope import _cli_inputs, _cli_show
-from chunkscope.cli import main
+from chunkscope.cli import _inputs, main, show
 from chunkscope.usage import DshLogWriter
 
 LABELS = ["turn 1 step 1 attempt 1", "turn 2 step 1 attempt 1", "turn 2 step 1 attempt 2"]
@@ -27,8 +26,8 @@ def session_log(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 def test_a_zstd_session_log_is_told_by_its_magic_bytes_not_its_name(tmp_path: Path) -> None:
     path = write_session_log(tmp_path / "session.bin", compress=True)
-    assert path.read_bytes()[:4] == _cli_inputs.ZSTD_MAGIC
-    streams = _cli_inputs.load_streams(path)
+    assert path.read_bytes()[:4] == _inputs.ZSTD_MAGIC
+    streams = _inputs.load_streams(path)
     assert [s.label for s in streams] == LABELS and {s.kind for s in streams} == {"dsh"}
 
 
@@ -73,7 +72,7 @@ def test_show_draws_every_attempt_with_its_route_and_the_failure_code(
 ) -> None:
     monkeypatch.chdir(session_log.parent)  # a short name: the titles are not cut
     console = Console(record=True, width=100, file=open("/dev/null", "w"), color_system=None)  # noqa: SIM115
-    assert _cli_show.run_show(session_log.name, width=100, console=console) == 0
+    assert show.run_show(session_log.name, width=100, console=console) == 0
     text = console.export_text()
     for label in LABELS:
         assert f"{session_log.name} [{label}]" in text
@@ -134,6 +133,6 @@ def test_a_zstd_file_over_the_size_limit_is_refused_unread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_session_log(tmp_path / "session.jsonl.zstd", compress=True)
-    monkeypatch.setattr(_cli_inputs, "MAX_BYTES", 100)
+    monkeypatch.setattr(_inputs, "MAX_BYTES", 100)
     assert main(["check", str(path)]) == 2
     assert "over the 100-byte limit" in capsys.readouterr().err

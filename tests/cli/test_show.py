@@ -14,17 +14,16 @@ from _cli_streams import broken, example
 from rich.console import Console
 
 import chunkscope as cs
-from chunkscope import _cli_inputs, _cli_render, _cli_show
-from chunkscope.cli import main
+from chunkscope.cli import _args, _render, main, show
 
 MakeFile = Callable[..., Path]
-CSS = Path(_cli_show.__file__).parent / "notebook" / "timeline" / "timeline.css"
+CSS = Path(show.__file__).parents[1] / "notebook" / "timeline" / "timeline.css"
 
 
 def drawn(path: Path, *, width: int = 100, profile: str = "strict") -> str:
     """What ``show`` prints for ``path`` on a ``width``-column terminal, as plain text."""
     console = Console(record=True, width=width, file=open("/dev/null", "w"), color_system=None)  # noqa: SIM115
-    assert _cli_show.run_show(str(path), profile=profile, width=width, console=console) == 0
+    assert show.run_show(str(path), profile=profile, width=width, console=console) == 0
     return console.export_text()
 
 
@@ -95,7 +94,7 @@ def test_model_text_is_shown_as_text_never_as_markup_or_terminal_codes(make_log:
     chunks[3]["block"]["text"] = hostile
     chunks[-1] = {"type": "finish", "reason": {"kind": "error", "failure": {"message": hostile, "code": "X"}}}
     console = Console(record=True, width=160, file=open("/dev/null", "w"), force_terminal=True)  # noqa: SIM115
-    _cli_show.run_show(str(make_log("hostile.jsonl", chunks)), width=160, console=console)
+    show.run_show(str(make_log("hostile.jsonl", chunks)), width=160, console=console)
     plain = console.export_text(styles=False)
     assert "[bold red]x[/]" in plain  # the brackets are the model's text, shown as such
     assert "\\x1b]0;pwned\\x07" in plain
@@ -122,8 +121,8 @@ def test_the_lane_colours_are_the_notebook_timelines() -> None:
         ("usage", "usage"),
     ):
         value = re.search(rf"--cs-{variable}:\s*(#[0-9a-f]{{6}})", light)
-        assert value is not None and _cli_render.COLORS[kind] == value.group(1), kind
-    assert re.search(rf"--cs-error:\s*{_cli_render.COLORS['error']}", light)
+        assert value is not None and _render.COLORS[kind] == value.group(1), kind
+    assert re.search(rf"--cs-error:\s*{_render.COLORS['error']}", light)
 
 
 @pytest.mark.parametrize(
@@ -181,14 +180,14 @@ def test_a_stream_with_many_blocks_and_violations_is_drawn_in_bounded_rows(make_
     chunks += example()[7:]  # usage, and a tool-calls finish with no call: one more violation
     text = drawn(make_log("many.jsonl", chunks), width=100)
     lanes = [line for line in text.splitlines() if re.match(r"^│\s+\d+\s+T text", line)]
-    assert len(lanes) == _cli_render.MAX_ROWS
+    assert len(lanes) == _render.MAX_ROWS
     assert re.search(r"… 150 more\s", text)  # lanes
     assert re.search(r"… 151 more\s+chunkscope check lists them all", text)  # violations
-    assert len(text.splitlines()) < 4 * _cli_render.MAX_ROWS  # lanes + violations (two lines each), not 750
+    assert len(text.splitlines()) < 4 * _render.MAX_ROWS  # lanes + violations (two lines each), not 750
 
 
 def test_the_profile_choices_are_the_protocols() -> None:
-    assert _cli_inputs.PROFILE_CHOICES == cs.PROFILES
+    assert _args.PROFILE_CHOICES == cs.PROFILES
 
 
 def test_the_command_starts_without_loading_rich_or_the_adapters() -> None:

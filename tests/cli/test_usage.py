@@ -14,8 +14,8 @@ from _cli_streams import example, write_log
 from rich.console import Console
 
 import chunkscope as cs
-from chunkscope import _cli_usage
 from chunkscope.cli import main
+from chunkscope.cli import usage as usage_command
 
 MakeFile = Callable[..., Path]
 
@@ -23,7 +23,7 @@ MakeFile = Callable[..., Path]
 def shown(*paths: Path | str, width: int = 100, **options: str) -> tuple[int, str]:
     """``usage``'s exit status and its table as plain text on a ``width``-column terminal."""
     console = Console(record=True, width=width, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
-    code = _cli_usage.run_usage([str(p) for p in paths], console=console, **options)
+    code = usage_command.run_usage([str(p) for p in paths], console=console, **options)
     return code, console.export_text()
 
 

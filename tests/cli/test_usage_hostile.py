@@ -14,8 +14,8 @@ from _cli_streams import example, write_recording
 from rich.console import Console
 
 import chunkscope as cs
-from chunkscope import _cli_usage
 from chunkscope.cli import main
+from chunkscope.cli import usage as usage_command
 from chunkscope.usage import DshLogWriter
 
 
@@ -63,10 +63,10 @@ def test_a_lone_surrogate_in_a_header_is_shown_escaped(tmp_path: Path) -> None:
     header["model"] = "model\ud800"
     path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
     console = Console(record=True, width=120, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
-    assert _cli_usage.run_usage([str(path)], console=console) == 0
+    assert usage_command.run_usage([str(path)], console=console) == 0
     assert "model\\ud800" in console.export_text()
     out = tmp_path / "summary.parquet"
-    assert _cli_usage.run_usage([str(path)], out=str(out)) == 0  # Parquet takes the escaped text
+    assert usage_command.run_usage([str(path)], out=str(out)) == 0  # Parquet takes the escaped text
     assert list(pd.read_parquet(out)["model"].astype(str)) == ["model\\ud800"]
 
 
@@ -96,7 +96,7 @@ def test_a_hostile_price_file_is_one_line_and_exit_2(
 def test_grouping_by_a_timing_column_works(tmp_path: Path) -> None:
     good = write_recording(tmp_path / "ok.jsonl", example())
     console = Console(record=True, width=120, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
-    assert _cli_usage.run_usage([str(good)], by="ttfc_s", console=console) == 0
+    assert usage_command.run_usage([str(good)], by="ttfc_s", console=console) == 0
     assert "ttfc_s" in console.export_text()
 
 
@@ -105,7 +105,7 @@ def test_a_reported_cache_rate_is_shown_and_an_unknown_one_is_not_zero(tmp_path:
     plain = write_recording(tmp_path / "plain.jsonl", example())
     for paths, cell in (([cached], "75.0%"), ([plain], "-")):
         console = Console(record=True, width=120, file=open(os.devnull, "w"), color_system=None)  # noqa: SIM115
-        assert _cli_usage.run_usage([str(p) for p in paths], console=console) == 0
+        assert usage_command.run_usage([str(p) for p in paths], console=console) == 0
         row = next(line for line in console.export_text().splitlines() if line.strip().startswith("scripted"))
         assert row.split()[7] == cell
 

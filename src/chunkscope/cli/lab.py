@@ -41,9 +41,10 @@ from urllib.parse import quote
 
 from chunkscope._extras import require_modules
 
+from ._args import CommandLineError, check_port, existing_folder, parse_port, report
+
 __all__ = [
     "LAB_SETTINGS_OVERRIDES",
-    "UsageError",
     "add_lab_parser",
     "choose_port",
     "find_notebooks_dir",
@@ -51,7 +52,6 @@ __all__ = [
     "lab_command",
     "lab_token",
     "lab_url",
-    "parse_port",
     "run_lab",
     "wait_until_serving",
     "write_lab_settings",
@@ -63,21 +63,6 @@ SERVE_WAIT_S = 120.0
 """How long the banner waits for JupyterLab to answer before printing its URL all the same."""
 
 _MOVE_TRIES = 20  # a busy port moves to the next free one of the following ports, else to any free one
-
-
-class UsageError(ValueError):
-    """A bad command-line value; ``str()`` is the one line to show, naming the flag."""
-
-
-def parse_port(text: str, *, flag: str = "--port") -> int:
-    """``text`` as a TCP port: 1..65535, or 0 for any free port; else :class:`UsageError`."""
-    try:
-        port = int(text.strip(), 10)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r} is not a port number (1-65535, or 0 for any free port)") from None
-    if not 0 <= port <= 65535:
-        raise UsageError(f"{flag} {port} is not a port (1-65535, or 0 for any free port)")
-    return port
 
 
 def _port_state(port: int) -> int:
@@ -103,17 +88,15 @@ def choose_port(port: int) -> tuple[int, str | None]:
 
     0 means any free port. A busy port moves to the next free one of the following
     ports (else any free one). A port that cannot be used for another reason (one
-    below 1024 without root) is a :class:`UsageError`.
+    below 1024 without root) is a :class:`CommandLineError`.
     """
-    if not 0 <= port <= 65535:
-        raise UsageError(f"--port {port} is not a port (1-65535, or 0 for any free port)")
-    if port == 0:
+    if check_port(port) == 0:
         return _any_free_port(), None
     state = _port_state(port)
     if state == 0:
         return port, None
     if state != errno.EADDRINUSE:
-        raise UsageError(f"--port {port} cannot be used on 127.0.0.1: {os.strerror(state)}")
+        raise CommandLineError(f"--port {port} cannot be used on 127.0.0.1: {os.strerror(state)}")
     for candidate in range(port + 1, min(port + 1 + _MOVE_TRIES, 65536)):
         if _port_state(candidate) == 0:
             return candidate, f"port {port} is busy; using {candidate} instead"
@@ -134,7 +117,7 @@ def lab_token(env: MutableMapping[str, str]) -> str:
         try:
             return Path(token_file).read_text(encoding="utf-8")  # as Jupyter reads it, unstripped
         except (OSError, UnicodeError) as exc:
-            raise UsageError(f"JUPYTER_TOKEN_FILE {token_file} cannot be read: {exc}") from None
+            raise CommandLineError(f"JUPYTER_TOKEN_FILE {token_file} cannot be read: {exc}") from None
     env["JUPYTER_TOKEN"] = secrets.token_hex(24)
     return env["JUPYTER_TOKEN"]
 
@@ -152,9 +135,11 @@ def _notebook_root(notebook_dir: Path | None) -> Path:
         try:
             working = working_notebooks_dir()
         except OSError as exc:
-            raise UsageError(f"cannot copy the tutorial notebooks into your home folder: {exc}") from None
+            raise CommandLineError(
+                f"cannot copy the tutorial notebooks into your home folder: {exc}"
+            ) from None
         if working is None:
-            raise UsageError(
+            raise CommandLineError(
                 "no notebooks/ folder found here or beside the package; "
                 "run it from a chunkscope checkout or pass --notebook-dir"
             )
@@ -163,11 +148,7 @@ def _notebook_root(notebook_dir: Path | None) -> Path:
             what = "tutorial notebook" if copied == 1 else "tutorial notebooks"
             print(f"chunkscope lab: copied {copied} {what} into {folder}", file=sys.stderr)
         return folder
-    if not notebook_dir.exists():
-        raise UsageError(f"--notebook-dir {notebook_dir}: no such folder")
-    if not notebook_dir.is_dir():
-        raise UsageError(f"--notebook-dir {notebook_dir} is a file, not a folder")
-    return notebook_dir
+    return existing_folder(notebook_dir, flag="--notebook-dir")
 
 
 def find_notebooks_dir(start: Path | None = None) -> Path | None:
@@ -179,11 +160,11 @@ def find_notebooks_dir(start: Path | None = None) -> Path | None:
         candidate = folder / "notebooks"
         if candidate.is_dir() and any(candidate.glob("*.ipynb")):
             return candidate
-    checkout = Path(__file__).resolve().parents[2] / "notebooks"  # src/chunkscope/_lab.py → repo root
+    checkout = Path(__file__).resolve().parents[3] / "notebooks"  # src/chunkscope/cli/lab.py → repo root
     return checkout if checkout.is_dir() else None
 
 
-SHIPPED_NOTEBOOKS = Path(__file__).resolve().parent / "_notebooks"
+SHIPPED_NOTEBOOKS = Path(__file__).resolve().parents[1] / "_notebooks"
 """The tutorials inside an installed wheel (``pyproject.toml`` force-includes ``notebooks/`` here)."""
 
 WORKING_FOLDER_NAME = "chunkscope-notebooks"
@@ -330,9 +311,8 @@ def run_lab(
         root = _notebook_root(notebook_dir)
         port, moved = choose_port(port)
         token = lab_token(env)
-    except UsageError as exc:
-        print(f"chunkscope lab: {exc}", file=sys.stderr)
-        return 2
+    except CommandLineError as exc:
+        return report("lab", exc)
     if moved:
         print(f"chunkscope lab: {moved}", file=sys.stderr)
     settings = write_lab_settings(_launch_settings_dir(), base=_default_app_settings_dir())
@@ -462,7 +442,6 @@ def add_lab_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 def _handle(args: argparse.Namespace) -> int:
     try:
         port = parse_port(str(args.port))
-    except UsageError as exc:
-        print(f"chunkscope lab: {exc}", file=sys.stderr)
-        return 2
+    except CommandLineError as exc:
+        return report("lab", exc)
     return run_lab(port=port, open_browser=not args.no_browser, notebook_dir=args.notebook_dir)

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from chunkscope import ERROR_CODES, ToolCallBlock
 
-from ._cli_inputs import printable
+from ._output import printable
 
 if TYPE_CHECKING:
     from chunkscope import StreamResult
@@ -63,6 +63,19 @@ def _field(chunk: Any, name: str) -> Any:
     return chunk.get(name) if isinstance(chunk, dict) else getattr(chunk, name, None)
 
 
+_DELTA_KINDS = {"text-delta": "text", "reasoning-delta": "reasoning", "tool-call-delta": "tool-call"}
+
+
+def _block_kind(chunk: Any, kind: str) -> Any:
+    """The kind of block a chunk belongs to (``text``, ``reasoning``, ``tool-call``); None if none."""
+    if kind == "block-start":
+        return _field(chunk, "block_type") or _field(chunk, "blockType")
+    if kind == "block-end":
+        block = _field(chunk, "block")
+        return _field(block, "type") if block is not None else None
+    return _DELTA_KINDS.get(kind)
+
+
 def _lanes(chunks: list[Any]) -> list[_Lane]:
     """One lane per block index, in first-seen order, spanning its first to its last chunk."""
     lanes: dict[int, _Lane] = {}
@@ -71,17 +84,7 @@ def _lanes(chunks: list[Any]) -> list[_Lane]:
         kind = _field(chunk, "type")
         if not isinstance(index, int) or isinstance(index, bool) or not isinstance(kind, str):
             continue
-        if kind == "block-start":
-            block_kind = _field(chunk, "block_type") or _field(chunk, "blockType")
-        elif kind == "block-end":
-            block = _field(chunk, "block")
-            block_kind = _field(block, "type") if block is not None else None
-        else:
-            block_kind = {
-                "text-delta": "text",
-                "reasoning-delta": "reasoning",
-                "tool-call-delta": "tool-call",
-            }.get(kind)
+        block_kind = _block_kind(chunk, kind)
         if not isinstance(block_kind, str):
             continue
         lane = lanes.get(index)
@@ -124,13 +127,8 @@ def _contents(lanes: list[_Lane], result: StreamResult) -> dict[int, Text]:
     return out
 
 
-def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> RenderableType:
-    """The picture of one stream: a panel of lanes, then usage, finish, violations and error."""
-    places, unit = _axis(stream, result)
-    span = max(places) if places else 0.0
-    lane_width = max(10, min(50, width - 64))
-
-    title = Text(printable(stream.name), style="bold")
+def _facts(stream: LoadedStream, result: StreamResult, span: float, unit: str) -> Text:
+    """The line under the title: provider, model and adapter when the file names them, chunks, axis."""
     facts = Text()
     if stream.kind in ("recording", "dsh"):  # a session log names them per attempt
         header = stream.header
@@ -141,18 +139,42 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
     facts.append("axis ", style="dim").append(
         f"0-{span:.0f} {unit}" if unit == "ms" else f"0-{max(0, len(result.chunks) - 1)} chunk"
     )
+    return facts
 
-    lanes = Table(box=None, show_header=True, header_style="dim", pad_edge=False, expand=False)
-    end_label = f"{span:.0f}" if unit == "ms" else str(max(0, len(result.chunks) - 1))
+
+def _lane_table(unit: str, end_label: str, lane_width: int, width: int) -> Table:
+    table = Table(box=None, show_header=True, header_style="dim", pad_edge=False, expand=False)
     # fixed widths: the bars keep their scale whatever the content; the content column takes the rest
-    lanes.add_column("#", justify="right", no_wrap=True, min_width=2)
-    lanes.add_column("block", no_wrap=True, width=_BLOCK_WIDTH)
-    lanes.add_column("chunks", justify="right", no_wrap=True, width=9)
-    lanes.add_column(
+    table.add_column("#", justify="right", no_wrap=True, min_width=2)
+    table.add_column("block", no_wrap=True, width=_BLOCK_WIDTH)
+    table.add_column("chunks", justify="right", no_wrap=True, width=9)
+    table.add_column(
         f"0 {unit}".ljust(lane_width - len(end_label)) + end_label, no_wrap=True, width=lane_width
     )
     content_width = max(8, width - 4 - 2 - _BLOCK_WIDTH - 9 - lane_width - 4 - 2)
-    lanes.add_column("content", overflow="ellipsis", no_wrap=True, max_width=content_width)
+    table.add_column("content", overflow="ellipsis", no_wrap=True, max_width=content_width)
+    return table
+
+
+def _violation_marks(result: StreamResult, places: list[float], span: float, lane_width: int) -> Text:
+    """A ``!`` under the lanes at each violation's chunk (a violation at the end: the last chunk)."""
+    columns: set[int] = set()
+    for violation in result.violations:
+        at = violation.position if violation.position is not None else len(result.chunks) - 1
+        if 0 <= at < len(places):
+            columns.add(int(places[at] / span * (lane_width - 1)) if span > 0 else 0)
+    marks = Text()
+    for column in range(lane_width):
+        hit = column in columns
+        marks.append("!" if hit else " ", style=f"bold {COLORS['error']}" if hit else "")
+    return marks
+
+
+def _lanes_of(result: StreamResult, places: list[float], span: float, unit: str, width: int) -> Table:
+    """The lanes: one row per block (at most ``MAX_ROWS``), then the violation marks."""
+    lane_width = max(10, min(50, width - 64))
+    end_label = f"{span:.0f}" if unit == "ms" else str(max(0, len(result.chunks) - 1))
+    lanes = _lane_table(unit, end_label, lane_width, width)
     found = _lanes(result.chunks)
     contents = _contents(found, result)
     for lane in found[:MAX_ROWS]:
@@ -167,22 +189,22 @@ def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> R
     if len(found) > MAX_ROWS:
         lanes.add_row("", Text(f"… {len(found) - MAX_ROWS} more", style="dim"), "", "", "")
     if result.violations:
-        columns: set[int] = set()
-        for violation in result.violations:
-            at = violation.position if violation.position is not None else len(result.chunks) - 1
-            if 0 <= at < len(places):
-                columns.add(int(places[at] / span * (lane_width - 1)) if span > 0 else 0)
-        marks = Text()
-        for column in range(lane_width):
-            marks.append(
-                "!" if column in columns else " ",
-                style=f"bold {COLORS['error']}" if column in columns else "",
-            )
+        marks = _violation_marks(result, places, span, lane_width)
         lanes.add_row("", Text("! violation", style=COLORS["error"]), "", marks, "")
+    return lanes
 
-    parts: list[RenderableType] = [facts, lanes]
-    parts.append(_usage_line(result))
-    parts.append(_finish_line(result))
+
+def render(stream: LoadedStream, result: StreamResult, *, width: int = 100) -> RenderableType:
+    """The picture of one stream: a panel of lanes, then usage, finish, violations and error."""
+    places, unit = _axis(stream, result)
+    span = max(places) if places else 0.0
+    title = Text(printable(stream.name), style="bold")
+    parts: list[RenderableType] = [
+        _facts(stream, result, span, unit),
+        _lanes_of(result, places, span, unit, width),
+        _usage_line(result),
+        _finish_line(result),
+    ]
     if result.violations:
         parts.append(_violation_table(result))
     if result.error is not None:

@@ -1,6 +1,6 @@
 """``chunkscope usage FILES...``: the usage summary of recorded streams, as a table or a file.
 
-Each file is read by ``_cli_inputs`` (bounded, refused with one sentence when it
+Each file is read by ``cli._inputs`` (bounded, refused with one sentence when it
 cannot be read) and must carry a provider and a model: a recording (its header
 names them) or a DeepSeek Harness session log (``.jsonl`` or ``.jsonl.zstd``;
 its attempts are recorded as ``DshSession.record_into`` records them: retries
@@ -28,15 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import (
-    InputError,
-    analyze,
-    load_streams,
-    pipe_safe,
-    printable,
-    read_bounded,
-    terse_errors,
-)
+from ._args import CommandLineError, plural, report, terse_errors
+from ._inputs import analyze, load_streams, read_bounded
+from ._output import pipe_safe, printable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,10 +49,6 @@ _USABLE_KINDS = ("recording", "dsh")
 """File kinds that name their provider and model (a chunk log names neither)."""
 
 _OUTPUT_SUFFIXES = (".csv", ".parquet")
-
-
-class UsageArgumentError(Exception):
-    """A ``--by``, ``--prices`` or ``-o`` value that cannot be used; ``str()`` is one sentence."""
 
 
 def _started_at(header: dict[str, Any]) -> float | None:
@@ -94,6 +84,45 @@ def _call_id(path: str, stream: LoadedStream) -> str:
     return f"{stem}:{stream.label}" if stream.label else stem
 
 
+def _record_file(log: Any, path: str) -> None:
+    """Every stream of one file into ``log``; ``CommandLineError`` when the file cannot be used."""
+    streams = load_streams(path)
+    if any(s.kind not in _USABLE_KINDS for s in streams):
+        raise CommandLineError(
+            f"{path}: a chunk log names no provider or model; usage reads recordings "
+            "(chunkscope record, RecordingAdapter) and session logs"
+        )
+    if streams[0].kind == "dsh":
+        # the session-log reader's own record (the file is not read again: a pipe reads once):
+        # call ids, attempts, retries and tags as in its frame
+        streams[0].source.record_into(log)
+        return
+    for stream in streams:
+        _record(log, stream, _call_id(path, stream))
+
+
+def _file_problem(log: Any, path: str) -> str | None:
+    """Record one file into ``log``; the one sentence saying why it cannot be used, else None."""
+    invalid_before = log.totals()["invalid_usage"]
+    try:
+        _record_file(log, path)
+    except CommandLineError as exc:
+        return str(exc)
+    except RecursionError:
+        return f"{path}: JSON nested too deeply"
+    except (ValueError, TypeError) as exc:  # a value the usage log refuses (an attempt number)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"{path}: {first}"
+    invalid = log.totals()["invalid_usage"] - invalid_before
+    if invalid:
+        # A total that leaves such a count out would look right and be wrong: refused.
+        return (
+            f"{path}: {plural(invalid, 'usage report')} with a token count out of "
+            f"range (negative, or 2**63 and above)"
+        )
+    return None
+
+
 def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """The usage frame of every stream in ``paths`` (one attempt each) and the problems met.
 
@@ -102,41 +131,7 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     from chunkscope import UsageLog
 
     log = UsageLog()
-    problems: list[str] = []
-    for path in paths:
-        invalid_before = log.totals()["invalid_usage"]
-        try:
-            streams = load_streams(path)
-            unusable = [s for s in streams if s.kind not in _USABLE_KINDS]
-            if unusable:
-                raise InputError(
-                    f"{path}: a chunk log names no provider or model; usage reads recordings "
-                    "(chunkscope record, RecordingAdapter) and session logs"
-                )
-            if streams[0].kind == "dsh":
-                # the session-log reader's own record (the file is not read again: a pipe reads once):
-                # call ids, attempts, retries and tags as in its frame
-                streams[0].source.record_into(log)
-            else:
-                for stream in streams:
-                    _record(log, stream, _call_id(path, stream))
-        except InputError as exc:
-            problems.append(str(exc))
-            continue
-        except RecursionError:
-            problems.append(f"{path}: JSON nested too deeply")
-            continue
-        except (ValueError, TypeError) as exc:  # a value the usage log refuses (an attempt number)
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            problems.append(f"{path}: {first}")
-            continue
-        invalid = log.totals()["invalid_usage"] - invalid_before
-        if invalid:
-            # A total that leaves such a count out would look right and be wrong: refused.
-            problems.append(
-                f"{path}: {invalid} usage report{'s' if invalid > 1 else ''} with a token count out of "
-                f"range (negative, or 2**63 and above)"
-            )
+    problems = [problem for problem in (_file_problem(log, path) for path in paths) if problem is not None]
     return log.to_frame(), problems
 
 
@@ -147,11 +142,11 @@ def _keys(by: str) -> list[str]:
     unknown = [key for key in keys if key not in COLUMNS]
     if unknown:
         choices = "provider, model, finish, error_code, tags, call_id, ..."
-        raise UsageArgumentError(
+        raise CommandLineError(
             f"--by: no column {', '.join(map(repr, unknown))} in a usage frame ({choices})"
         )
     if len(set(keys)) != len(keys):
-        raise UsageArgumentError(f"--by: a column named twice ({by!r})")
+        raise CommandLineError(f"--by: a column named twice ({by!r})")
     return keys
 
 
@@ -166,14 +161,14 @@ def _prices(path: str) -> Any:
             raise ValueError(f"over the {MAX_PRICES_BYTES:,}-byte limit; not read")
         return PriceTable.load(path)
     except OSError as exc:
-        raise UsageArgumentError(f"--prices {path}: cannot read it ({exc.strerror or exc})") from None
+        raise CommandLineError(f"--prices {path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
-        raise UsageArgumentError(f"--prices {path}: not UTF-8 text") from None
+        raise CommandLineError(f"--prices {path}: not UTF-8 text") from None
     except ValueError as exc:
         message = str(exc).splitlines()[0] if str(exc) else "not a price table"
         # PriceTable.load names its file first; the flag's prefix already does
         message = message.removeprefix(f"{os.fspath(Path(path))}: ").removeprefix(f"{path}: ")
-        raise UsageArgumentError(f"--prices {path}: {message}") from None
+        raise CommandLineError(f"--prices {path}: {message}") from None
 
 
 MAX_PRICES_BYTES = 16 * 1024 * 1024
@@ -206,10 +201,10 @@ def _check_output(out: str | None) -> None:
     if out is None:
         return
     if os.path.splitext(out)[1].lower() not in _OUTPUT_SUFFIXES:
-        raise UsageArgumentError(f"-o {out}: write a .csv or a .parquet file")
+        raise CommandLineError(f"-o {out}: write a .csv or a .parquet file")
     folder = os.path.dirname(out) or "."
     if not os.path.isdir(folder):
-        raise UsageArgumentError(f"-o {out}: no directory {folder}")
+        raise CommandLineError(f"-o {out}: no directory {folder}")
 
 
 def _write(table: pd.DataFrame, out: str) -> None:
@@ -236,23 +231,31 @@ def _number(value: Any, *, digits: int = 0, percent: bool = False) -> str:
     return f"{int(value):,}"
 
 
-def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
-    """The summary's main figures as rich renderables: a table, one row per group, then one
-    line per group that had failures with its errors by code."""
+def _figure(name: str, value: Any) -> str:
+    """One summary figure as the table shows it: rates in percent, costs to 6 places, seconds to 2."""
+    if name == "cache_hit_rate":
+        return _number(value, percent=True)
+    if name == "cost":
+        return _number(value, digits=6)
+    if name.endswith("_s"):
+        return _number(value, digits=2)
+    return _number(value)
+
+
+def _currency(frame: pd.DataFrame) -> str:
+    """The one currency of every cost, or "" when there is none or more than one."""
+    if "currency" not in frame.columns:
+        return ""
+    seen = [str(c) for c in frame["currency"].dropna().unique()]
+    return seen[0] if len(seen) == 1 else ""
+
+
+def _empty_table(keys: list[str], currency: str, attempts: int) -> Any:
     from rich import box
-    from rich.console import Group
     from rich.table import Table
-    from rich.text import Text
 
-    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
-
-    keys = [name or "group" for name in table.index.names]
-    currency = ""
-    if "currency" in frame.columns:
-        seen = [str(c) for c in frame["currency"].dropna().unique()]
-        currency = seen[0] if len(seen) == 1 else ""
     out = Table(
-        title=f"usage of {plural(len(frame), 'attempt')}",
+        title=f"usage of {plural(attempts, 'attempt')}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -263,26 +266,31 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
     for _, title in _TABLE_COLUMNS:
         title = f"{title} {currency}" if title == "cost" and currency else title
         out.add_column(title, justify="right", min_width=len(title), no_wrap=True)
+    return out
+
+
+def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
+    """The summary's main figures as rich renderables: a table, one row per group, then one
+    line per group that had failures with its errors by code."""
+    from rich.console import Group
+    from rich.text import Text
+
+    out = _empty_table([name or "group" for name in table.index.names], _currency(frame), len(frame))
     codes = [c for c in table.columns if c.startswith("errors_")]
     notes: list[Text] = []
     for index, row in table.iterrows():
-        values = index if isinstance(index, tuple) else (index,)
-        group = ["-" if _missing(v) else printable(str(v)) for v in values]
-        cells = list(group)
-        for name, _ in _TABLE_COLUMNS:
-            if name == "cache_hit_rate":
-                cells.append(_number(row[name], percent=True))
-            elif name == "cost":
-                cells.append(_number(row[name], digits=6))
-            elif name.endswith("_s"):
-                cells.append(_number(row[name], digits=2))
-            else:
-                cells.append(_number(row[name]))
-        out.add_row(*cells)
+        group = _group_names(index)
+        out.add_row(*group, *(_figure(name, row[name]) for name, _ in _TABLE_COLUMNS))
         errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
         if errors:
             notes.append(Text(f"errors by code, {' '.join(group)}: {', '.join(errors)}"))
     return Group(out, *notes)
+
+
+def _group_names(index: Any) -> list[str]:
+    """A summary row's group, one printable name per ``--by`` column ("-" for a missing one)."""
+    values = index if isinstance(index, tuple) else (index,)
+    return ["-" if _missing(v) else printable(str(v)) for v in values]
 
 
 _TABLE_COLUMNS = (
@@ -298,6 +306,36 @@ _TABLE_COLUMNS = (
 """The summary columns the table shows (every one goes to ``-o``), with their headings."""
 
 
+def _refuse(problems: list[str], files: int) -> int:
+    """Name every file that cannot be used, one line each, and give no summary: exit status 2."""
+    for problem in problems:
+        print(f"chunkscope usage: {printable(problem)}", file=sys.stderr)
+    return report("usage", f"{len(problems)} of {plural(files, 'file')} unreadable; no summary")
+
+
+def _priced(frame: pd.DataFrame, prices: Any) -> pd.DataFrame:
+    """``frame`` with its costs from ``prices`` (None: as it is); a model without a price is noted."""
+    if prices is None:
+        return frame
+    from chunkscope import UnpricedModelWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedModelWarning)
+        frame = prices.add_costs(frame)
+    for warning in caught:
+        print(f"chunkscope usage: note: {printable(str(warning.message))}", file=sys.stderr)
+    return frame
+
+
+def _write_out(table: pd.DataFrame, frame: pd.DataFrame, out: str) -> int:
+    try:
+        _write(table, out)
+    except OSError as exc:
+        return report("usage", f"-o {printable(out)}: cannot write it ({exc.strerror or exc})")
+    print(f"{plural(len(table), 'group')} of {plural(len(frame), 'attempt')} written to {printable(out)}")
+    return 0
+
+
 def run_usage(
     paths: list[str],
     *,
@@ -307,48 +345,24 @@ def run_usage(
     console: Console | None = None,
 ) -> int:
     """Summarise ``paths``; print the table or write ``out``; return the exit status."""
-    from chunkscope.protocol._words import plural  # here: `chunkscope --help` loads no layer
-
     try:
         keys = _keys(by)
         table_of_prices = _prices(prices) if prices is not None else None
         _check_output(out)
-    except UsageArgumentError as exc:
-        print(f"chunkscope usage: {printable(str(exc))}", file=sys.stderr)
-        return 2
+    except CommandLineError as exc:
+        return report("usage", printable(str(exc)))
     frame, problems = build_frame(paths)
     if problems:
-        for problem in problems:
-            print(f"chunkscope usage: {printable(problem)}", file=sys.stderr)
-        print(
-            f"chunkscope usage: {len(problems)} of {plural(len(paths), 'file')} unreadable; no summary",
-            file=sys.stderr,
-        )
-        return 2
-    from chunkscope import UnpricedModelWarning, summary
+        return _refuse(problems, len(paths))
+    frame = _priced(frame, table_of_prices)
+    from chunkscope import summary
 
-    if table_of_prices is not None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UnpricedModelWarning)
-            frame = table_of_prices.add_costs(frame)
-        for warning in caught:
-            print(f"chunkscope usage: note: {printable(str(warning.message))}", file=sys.stderr)
     try:
         table = summary(frame, by=keys)
     except (ValueError, TypeError) as exc:  # --by was checked against the columns; this is a guard
-        print(f"chunkscope usage: --by: {printable(str(exc))}", file=sys.stderr)
-        return 2
+        return report("usage", f"--by: {printable(str(exc))}")
     if out is not None:
-        try:
-            _write(table, out)
-        except OSError as exc:
-            print(
-                f"chunkscope usage: -o {printable(out)}: cannot write it ({exc.strerror or exc})",
-                file=sys.stderr,
-            )
-            return 2
-        print(f"{plural(len(table), 'group')} of {plural(len(frame), 'attempt')} written to {printable(out)}")
-        return 0
+        return _write_out(table, frame, out)
     from rich.console import Console
 
     (console or Console(highlight=False)).print(render_table(table, frame))

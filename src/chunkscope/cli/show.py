@@ -1,8 +1,8 @@
-"""``chunkscope show FILE``: a recorded stream drawn in the terminal, with rich (``_cli_render``).
+"""``chunkscope show FILE``: a recorded stream drawn in the terminal, with rich (``cli._render``).
 
 One lane per block in the notebook timeline's colours, usage, finish, the
 violations with their chunk positions and rule ids, and the error code; see
-``_cli_render`` for the picture. rich loads only when a file is drawn.
+``cli._render`` for the picture. rich loads only when a file is drawn.
 
 Exit status: 0 drawn (whatever the stream did; ``check`` is the judge), 2 bad
 arguments or a file that cannot be read.
@@ -11,18 +11,11 @@ arguments or a file that cannot be read.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
-from ._cli_inputs import (
-    PROFILE_CHOICES,
-    InputError,
-    analyze,
-    load_streams,
-    pipe_safe,
-    printable,
-    terse_errors,
-)
+from ._args import PROFILE_CHOICES, CommandLineError, report, terse_errors
+from ._inputs import analyze, load_streams
+from ._output import pipe_safe, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,15 +34,13 @@ def run_show(
     """Draw every stream in ``path``; return the exit status (2 when it cannot be read)."""
     try:
         drawn = [(stream, analyze(stream, profile)) for stream in load_streams(path)]
-    except InputError as exc:
-        print(f"chunkscope show: {printable(str(exc))}", file=sys.stderr)
-        return 2
-    except RecursionError:
-        print(f"chunkscope show: {printable(path)}: JSON nested too deeply", file=sys.stderr)
-        return 2
+    except CommandLineError as exc:
+        return report("show", printable(str(exc)))
+    except RecursionError:  # a stream nested too deeply for the assembler
+        return report("show", f"{printable(path)}: JSON nested too deeply")
     from rich.console import Console
 
-    from ._cli_render import render
+    from ._render import render
 
     out = console or Console(width=width, highlight=False)
     for stream, result in drawn:

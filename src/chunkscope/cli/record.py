@@ -25,8 +25,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._cli_inputs import printable, terse_errors
-from ._wires import DEFAULT_WIRE, WIRE_FACTS
+from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
+
+from ._args import CommandLineError, plural, positive_seconds, terse_errors
+from ._output import printable
 
 if TYPE_CHECKING:  # the adapters load when a stream is recorded, not when the command starts
     from chunkscope import GenerateOptions, LlmAdapter, StreamResult
@@ -56,7 +58,7 @@ def _fail(message: str, key: str | None, status: int) -> int:
 
 
 def _adapter(wire: str, base_url: str, key: str, idle_timeout: float | None) -> LlmAdapter:
-    from .adapters.wires import WIRES
+    from chunkscope.adapters.wires import WIRES
 
     adapter: Any = WIRES[wire].adapter  # every built-in wire adapter takes these keywords
     built: LlmAdapter = adapter(base_url=base_url, api_key=key, idle_timeout=idle_timeout)
@@ -90,6 +92,38 @@ async def _record(adapter: LlmAdapter, path: str, options: GenerateOptions) -> S
         await adapter.aclose()
 
 
+def _check_values(base_url: str, idle_timeout: float | None, max_tokens: int | None, output: str) -> None:
+    """Refuse, before any request, a value that cannot work or a recording that cannot be written."""
+    if not base_url.startswith(("http://", "https://")):
+        raise CommandLineError(f"--base-url must be an http(s) URL, not {base_url!r}")
+    if idle_timeout is not None and not idle_timeout > 0:
+        raise CommandLineError("--idle-timeout must be > 0 seconds")
+    if max_tokens is not None and max_tokens < 1:
+        raise CommandLineError("--max-tokens must be at least 1")
+    try:
+        with open(output, "w", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise CommandLineError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _summary(result: StreamResult, output: str) -> str:
+    """The one line a finished recording gets: chunks, finish, usage, violations."""
+    finish = result.finish.kind if result.finish is not None else "none"
+    usage = (
+        f"usage in {result.usage.input_tokens} / out {result.usage.output_tokens}"
+        if result.usage is not None
+        else "no usage"
+    )
+    errors = len(result.errors)
+    return (
+        f"recorded {plural(len(result.chunks), 'chunk')} to {printable(output)}: finish {finish}"
+        + (f" ({result.error_code})" if result.error_code else "")
+        + f", {usage}, {plural(errors, 'violation')}"
+        + (f" (chunkscope check {printable(output)})" if errors else "")
+    )
+
+
 def run_record(
     *,
     base_url: str,
@@ -108,22 +142,15 @@ def run_record(
     if key is None:
         listed = " or ".join(f"${name}" for name in names)
         return _fail(f"no API key: set {listed} (or name another variable with --api-key-env)", None, 2)
-    if not base_url.startswith(("http://", "https://")):
-        return _fail(f"--base-url must be an http(s) URL, not {base_url!r}", key, 2)
-    if idle_timeout is not None and not idle_timeout > 0:
-        return _fail("--idle-timeout must be > 0 seconds", key, 2)
-    if max_tokens is not None and max_tokens < 1:
-        return _fail("--max-tokens must be at least 1", key, 2)
-    try:  # fail before any request when the recording cannot be written
-        with open(output, "w", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        return _fail(f"cannot write {output}: {exc.strerror or exc}", key, 2)
+    try:
+        _check_values(base_url, idle_timeout, max_tokens, output)
+    except CommandLineError as exc:
+        return _fail(str(exc), key, 2)
     from chunkscope import GenerateOptions
 
     try:
         adapter = _adapter(wire, base_url, key, idle_timeout)
-    except ValueError as exc:
+    except ValueError as exc:  # a URL or option the adapter refuses
         return _fail(str(exc), key, 2)
     options = GenerateOptions(
         provider=provider or WIRE_FACTS[wire].provider,
@@ -136,37 +163,15 @@ def run_record(
         result = asyncio.run(_record(adapter, output, options))
     except KeyboardInterrupt:
         return _fail(f"interrupted; what arrived is in {output}", key, 130)
-    from chunkscope.protocol._words import plural
-
-    chunks = plural(len(result.chunks), "chunk")
     if result.error is not None:
         return _fail(
-            f"the stream failed with {result.error.code} after {chunks}: {result.error.message} "
-            f"(recorded in {output})",
+            f"the stream failed with {result.error.code} after {plural(len(result.chunks), 'chunk')}: "
+            f"{result.error.message} (recorded in {output})",
             key,
             1,
         )
-    finish = result.finish.kind if result.finish is not None else "none"
-    usage = (
-        f"usage in {result.usage.input_tokens} / out {result.usage.output_tokens}"
-        if result.usage is not None
-        else "no usage"
-    )
-    errors = len(result.errors)
-    print(
-        f"recorded {chunks} to {printable(output)}: finish {finish}"
-        + (f" ({result.error_code})" if result.error_code else "")
-        + f", {usage}, {plural(errors, 'violation')}"
-        + (f" (chunkscope check {printable(output)})" if errors else "")
-    )
+    print(_summary(result, output))
     return 0
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise ValueError(text)
-    return value
 
 
 def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -206,7 +211,7 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument(
         "--idle-timeout",
-        type=_positive_float,
+        type=positive_seconds,
         default=60.0,
         metavar="S",
         help="seconds of silence before TIMEOUT",

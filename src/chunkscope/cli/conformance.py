@@ -4,23 +4,44 @@ Prints the report's summary (one line per failed check, with what to fix)
 and exits 0 only when the adapter conforms on every case; 1 when it does
 not; 2, with one line and no traceback, when the run cannot start (a bad
 ``module:factory``, a factory that raises, a bad flag value) or the JUnit
-file cannot be written.
+file cannot be written. The run itself is ``chunkscope.conformance_kit``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
 
-from ._errors import ConformanceError
+from ._args import positive_seconds, report
 
-__all__ = ["add_conformance_parser", "run_command"]
+if TYPE_CHECKING:
+    from chunkscope.conformance_kit import ConformanceReport
 
-HELP = "run an adapter through the local provider's scenario matrix; exit 0 only when it conforms"
+__all__ = ["CONFORMANCE_HELP", "add_conformance_parser", "run_command"]
+
+CONFORMANCE_HELP = "run an adapter through the local provider's scenario matrix; exit 0 only when it conforms"
+
+
+def _run(
+    target: str, *, wire: str, cases: list[str] | None, timeout: float, total_timeout: float
+) -> ConformanceReport:
+    """``target``'s report over ``cases`` (None: all); ``ConformanceError`` when it cannot run."""
+    # Imported here: `chunkscope --help` and the other commands must not load the adapters.
+    from chunkscope.conformance_kit._errors import ConformanceError
+    from chunkscope.conformance_kit._run import case_names
+    from chunkscope.conformance_kit._target import load_factory
+    from chunkscope.conformance_kit._watch import conformance
+
+    factory = load_factory(target)
+    known = case_names(wire) if cases else []
+    unknown = [c for c in cases or () if c not in known]
+    if unknown:
+        raise ConformanceError(f"unknown case(s) {unknown}; the {wire} cases are {', '.join(known)}")
+    return conformance(factory, wire=wire, scenarios=cases, timeout=timeout, total_timeout=total_timeout)
 
 
 def run_command(
@@ -33,59 +54,30 @@ def run_command(
     total_timeout: float = 300.0,
 ) -> int:
     """What ``chunkscope conformance`` does; returns the exit status."""
-    # Imported here: `chunkscope --help` and the other commands must not load the adapters.
-    from ._run import case_names
-    from ._target import load_factory
-    from ._watch import conformance
+    from chunkscope.conformance_kit._errors import ConformanceError
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the caller's folder is importable
     try:
-        factory = load_factory(target)
-        if cases:
-            known = case_names(wire)
-            unknown = [c for c in cases if c not in known]
-            if unknown:
-                raise ConformanceError(f"unknown case(s) {unknown}; the {wire} cases are {', '.join(known)}")
-        report = conformance(
-            factory,
-            wire=wire,
-            scenarios=cases,
-            timeout=timeout,
-            total_timeout=total_timeout,
-        )
+        outcome = _run(target, wire=wire, cases=cases, timeout=timeout, total_timeout=total_timeout)
     except ConformanceError as exc:
-        print(f"chunkscope conformance: {exc}", file=sys.stderr)
-        return 2
+        return report("conformance", exc)
     except KeyboardInterrupt:  # the cases run on daemon threads: nothing is left to wait for
-        print("chunkscope conformance: interrupted; no report", file=sys.stderr)
-        return 130
-    print(report.summary())
+        return report("conformance", "interrupted; no report", 130)
+    print(outcome.summary())
     if junit:
         try:
-            path = report.to_junit(junit)
+            path = outcome.to_junit(junit)
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            print(f"chunkscope conformance: --junit {junit}: cannot write the XML: {reason}", file=sys.stderr)
-            return 2
+            return report("conformance", f"--junit {junit}: cannot write the XML: {reason}")
         print(f"JUnit XML written to {path}")
-    return 0 if report.ok else 1
-
-
-def _seconds(text: str) -> float:
-    """A flag's value as a positive, finite number of seconds (argparse prefixes the flag's name)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
-    return value
+    return 0 if outcome.ok else 1
 
 
 def add_conformance_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``chunkscope conformance``."""
-    parser = subparsers.add_parser("conformance", help=HELP, description=HELP)
+    parser = subparsers.add_parser("conformance", help=CONFORMANCE_HELP, description=CONFORMANCE_HELP)
     parser.add_argument(
         "target", metavar="module:factory", help="a callable factory(base_url, api_key) returning the adapter"
     )
@@ -97,11 +89,15 @@ def add_conformance_parser(subparsers: argparse._SubParsersAction[argparse.Argum
         "--case", action="append", dest="cases", metavar="NAME", help="run only this case (repeatable)"
     )
     parser.add_argument(
-        "--timeout", type=_seconds, default=40.0, metavar="S", help="seconds one case may take (default 40)"
+        "--timeout",
+        type=positive_seconds,
+        default=40.0,
+        metavar="S",
+        help="seconds one case may take (default 40)",
     )
     parser.add_argument(
         "--total-timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=300.0,
         metavar="S",
         help="seconds the whole run may take; cases not reached are reported as not run (default 300)",
