@@ -30,13 +30,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     "usage": {"protocol", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance_kit": {"protocol", "adapters", "provider", "conformance_kit"},
+    # The tap sits below usage: it parses through the adapters' translators and records into a UsageLog.
+    "tap": {"protocol", "adapters", "usage", "tap"},
     "testing": {"protocol", "testing"},
     "notebook": {
-        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook"
+        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "tap", "testing",
+        "notebook",
     },
     "cli": {
-        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "testing", "notebook",
-        "cli", "face",
+        "protocol", "adapters", "runtime", "conformance_kit", "provider", "usage", "tap", "testing",
+        "notebook", "cli", "face",
     },
 }
 
@@ -56,6 +59,8 @@ LIBRARIES: dict[str, set[str] | None] = {
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
+    # the provider's ASGI stack (uvicorn) on the server side, httpx to the upstream
+    "tap": {"pydantic", "typing_extensions", "httpx", "uvicorn", "starlette", "anyio"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,
