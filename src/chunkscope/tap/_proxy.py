@@ -255,7 +255,7 @@ class Tap:
             wire=wire.name if wire is not None else None,
             model=model,
             request_headers=redact_headers(text_headers),
-            request_body=body,
+            request_body=bytes(ByteMask(secrets).push(body)),  # a key quoted in the body too
             started_at=started_at,
         )
         self.calls.append(call)
