@@ -1,4 +1,4 @@
-"""Fixtures of the tap tests: a local provider as the upstream, a tap in front of it (nothing leaves 127.0.0.1)."""
+"""Tap test fixtures: a local provider as the upstream, a tap in front of it (all on 127.0.0.1)."""
 
 from __future__ import annotations
 
