@@ -73,7 +73,7 @@ _TOP_LEVEL_LAYERS = {
     **dict.fromkeys(
         [
             "_cli_inputs.py", "_cli_check.py", "_cli_record.py", "_cli_show.py", "_cli_render.py",
-            "_cli_usage.py",
+            "_cli_usage.py", "_cli_tap.py",
         ],
         "cli",
     ),

@@ -56,6 +56,8 @@ _EXPORTS: dict[str, str] = {
     ),
     # provider
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
+    # the tap (issue 19): a reverse proxy that shows, checks and records any app's streams
+    **dict.fromkeys(["Tap", "TapCall"], ".tap"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
     # conformance (issue 11): the kit, its report, and the grid widget
@@ -218,6 +220,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .runtime import ToolOutcome as ToolOutcome
     from .runtime import ToolResultEvent as ToolResultEvent
     from .runtime import tool as tool
+    from .tap import Tap as Tap
+    from .tap import TapCall as TapCall
     from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
     from .usage import DshAttempt as DshAttempt
     from .usage import DshLogError as DshLogError

@@ -28,6 +28,7 @@ from chunkscope._cli_check import add_check_parser
 from chunkscope._cli_inputs import terse_errors
 from chunkscope._cli_record import add_record_parser
 from chunkscope._cli_show import add_show_parser
+from chunkscope._cli_tap import add_tap_parser
 from chunkscope._cli_usage import add_usage_parser
 from chunkscope._extras import MissingExtraError, as_missing_extra
 from chunkscope._lab import UsageError, add_lab_parser, parse_port
@@ -131,6 +132,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_show_parser,
     add_usage_parser,
     add_conformance_parser,
+    add_tap_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""
 
