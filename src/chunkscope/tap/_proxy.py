@@ -426,13 +426,17 @@ class Tap:
             def run() -> None:
                 async def serve() -> None:
                     self._client = httpx.AsyncClient(
-                        verify=self.verify,
                         follow_redirects=False,
                         trust_env=False,  # never through another proxy the environment names
                         timeout=httpx.Timeout(
                             30.0, read=None
                         ),  # a stalled upstream is the client's to time out
-                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=200),
+                        transport=httpx.AsyncHTTPTransport(
+                            verify=self.verify,  # upstream TLS verified (True: the system's CAs via certifi)
+                            limits=httpx.Limits(max_connections=None, max_keepalive_connections=200),
+                            # Nagle would hold a request's body behind its head for a delayed ACK.
+                            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                        ),
                     )
                     for name in list(self._client.headers):  # forward the client's headers, add none
                         del self._client.headers[name]
