@@ -69,6 +69,14 @@ def _table(tap: Tap, last: int = 30) -> Any:
     return table
 
 
+def _print_done(tap: Tap, shown: int) -> int:
+    """Print a line for each finished call after the first ``shown``, in order; the new count."""
+    while shown < len(tap.calls) and tap.calls[shown].done:
+        print("  ".join(call_row(tap.calls[shown])), flush=True)
+        shown += 1
+    return shown
+
+
 def run_tap(
     *,
     upstream: str,
@@ -106,6 +114,7 @@ def run_tap(
     previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
     stop = threading.Event()
     live = sys.stdout.isatty() if live is None else live
+    shown = 0
     try:
         print(f"chunkscope tap on {tap.base_url} → {tap.upstream}", flush=True)
         print("  point a client's base URL here (plus the path prefix it expects, e.g. /v1). Ctrl-C to stop.")
@@ -118,11 +127,8 @@ def run_tap(
                 while not stop.wait(0.25):
                     screen.update(_table(tap))
         else:
-            shown = 0
             while not stop.wait(0.1):
-                while shown < len(tap.calls) and tap.calls[shown].done:
-                    print("  ".join(call_row(tap.calls[shown])), flush=True)
-                    shown += 1
+                shown = _print_done(tap, shown)
     except KeyboardInterrupt:
         pass
     finally:
@@ -131,6 +137,8 @@ def run_tap(
         tap.stop()  # open streams end; every call finishes and its recording is written
         if usage:
             tap.usage.to_parquet(usage)
+    if not live:
+        _print_done(tap, shown)  # the calls that ended since the last look, the aborted ones too
     failed = sum(1 for call in tap.calls if call.error_code)
     print(
         f"chunkscope tap: {len(tap.calls)} calls, {failed} failed" + (f"; usage in {usage}" if usage else "")
