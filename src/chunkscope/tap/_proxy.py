@@ -394,7 +394,9 @@ class Tap:
                 self.record.mkdir(parents=True, exist_ok=True)
             bind = "127.0.0.1" if self.host == "localhost" else self.host
             family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+            # and without it a response's head and first body write wait out a delayed ACK (40 ms).
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind((bind, self.port))
