@@ -28,28 +28,25 @@ __all__ = ["TAP_HELP", "add_tap_parser", "run_tap"]
 TAP_HELP = "a reverse proxy in front of a real provider: see, check and record any app's streams live"
 
 
-def _cell(value: float | None) -> str:
-    return "" if value is None else f"{value * 1000:.0f} ms"
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f} ms"
 
 
 def call_row(call: TapCall) -> list[str]:
     """One call as table cells: id, wire, model, status, TTFT, duration, chunks, usage, violations, code."""
-    result = call.result
-    usage = result.usage if result is not None else None
-    t = call.timings
-    first = t.first_text_s if t.first_text_s is not None else t.first_content_s
-    errors = sum(v.severity == "error" for v in call.violations)
+    row = call.row()
+    tokens = row["input_tokens"] is not None
     return [
-        str(call.id),
-        call.wire or "-",
-        (call.model or "-")[:40],
-        str(call.status or "…"),
-        _cell(first),
-        _cell(t.total_s) if call.done else "streaming",
-        str(len(call.chunks)),
-        f"{usage.input_tokens}/{usage.output_tokens}" if usage is not None else "",
-        str(errors) if errors else "",
-        call.error_code or ("ok" if call.done else ""),
+        str(row["id"]),
+        row["wire"] or "-",
+        (row["model"] or "-")[:40],
+        str(row["status"] or "…"),
+        _ms(row["ttft_ms"]),
+        _ms(row["duration_ms"]) if row["done"] else "streaming",
+        str(row["chunks"]),
+        f"{row['input_tokens']}/{row['output_tokens']}" if tokens else "",
+        str(row["violations"] or ""),
+        row["code"] or ("ok" if row["done"] else ""),
     ]
 
 

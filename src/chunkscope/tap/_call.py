@@ -116,6 +116,27 @@ class TapCall:
         """The failure's stable code (also an error finish's), else None."""
         return self.result.error_code if self.result is not None else None
 
+    def row(self) -> dict[str, Any]:
+        """The call as one row of a live table (the terminal's and the notebook's): plain values only."""
+        result = self.result
+        usage = result.usage if result is not None else None
+        t = self.timings
+        first = t.first_text_s if t.first_text_s is not None else t.first_content_s
+        return {
+            "id": self.id,
+            "wire": self.wire,
+            "model": self.model,
+            "status": self.status,
+            "ttft_ms": None if first is None else round(first * 1000, 1),
+            "duration_ms": None if t.total_s is None or not self.done else round(t.total_s * 1000, 1),
+            "chunks": len(self.chunks),
+            "input_tokens": usage.input_tokens if usage is not None else None,
+            "output_tokens": usage.output_tokens if usage is not None else None,
+            "violations": sum(1 for v in self.violations if v.severity == "error"),
+            "code": self.error_code,
+            "done": self.done,
+        }
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the call ended (True) or ``timeout`` seconds passed (False)."""
         return self._done.wait(timeout)
