@@ -67,10 +67,14 @@ def _table(tap: Tap, last: int = 30) -> Any:
 
 
 def _print_done(tap: Tap, shown: int) -> int:
-    """Print a line for each finished call after the first ``shown``, in order; the new count."""
-    while shown < len(tap.calls) and tap.calls[shown].done:
-        print("  ".join(call_row(tap.calls[shown])), flush=True)
-        shown += 1
+    """Print a line for each finished call with an id above ``shown``, in order; the last id printed."""
+    for call in list(tap.calls):
+        if call.id <= shown:
+            continue
+        if not call.done:
+            break
+        print("  ".join(call_row(call)), flush=True)
+        shown = call.id
     return shown
 
 

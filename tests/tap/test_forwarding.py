@@ -118,3 +118,12 @@ def test_an_unknown_path_is_forwarded_unparsed(provider: cs.LocalProvider, tap: 
     assert through.content == direct.content and through.status_code == 200
     call = only_call(tap)
     assert call.wire is None and call.raw == through.content
+
+
+def test_calls_are_bounded_and_usage_keeps_every_row(provider: cs.LocalProvider) -> None:
+    with Tap(upstream=provider.url, keep_calls=2) as tap:
+        for _ in range(3):
+            httpx.post(f"{tap.base_url}/v1/chat/completions", json=stream_body("text"), headers=AUTH)
+        assert all(call.wait(5) for call in tap.calls)
+    assert [call.id for call in tap.calls] == [2, 3]
+    assert len(tap.usage) == 3

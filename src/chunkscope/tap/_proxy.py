@@ -25,6 +25,7 @@ import os
 import queue
 import re
 import socket
+import ssl
 import threading
 import time
 import warnings
@@ -132,6 +133,8 @@ class Tap:
     recording ``ReplayAdapter`` replays at its original timing. ``wire``:
     ``"auto"`` (from the request path, through the wire table) or a wire's
     name. ``host`` other than loopback listens on the network and warns.
+    ``verify``: upstream TLS verification (True, or an ``ssl.SSLContext`` for a
+    private CA). ``keep_calls`` bounds ``calls`` (the oldest go first).
     """
 
     def __init__(
@@ -145,15 +148,17 @@ class Tap:
         usage: UsageLog | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         profile: str = "strict",
-        verify: bool | str = True,
+        verify: bool | ssl.SSLContext = True,
+        keep_calls: int = 1000,
     ) -> None:
         url = httpx.URL(upstream)
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"upstream must be an http:// or https:// URL, not {upstream!r}")
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, not {port}")
-        if max_request_bytes < 1:
-            raise ValueError("max_request_bytes must be positive")
+        if max_request_bytes < 1 or keep_calls < 1:
+            raise ValueError("max_request_bytes and keep_calls must be positive")
+        self.keep_calls = keep_calls
         self.upstream = url.copy_with(query=None, fragment=None)
         self._prefix = self.upstream.raw_path.rstrip(b"/")
         self.wire = wire
@@ -173,7 +178,7 @@ class Tap:
         self.profile = profile
         self.verify = verify
         self.calls: list[TapCall] = []
-        """Every call so far, oldest first; each fills in live."""
+        """The latest ``keep_calls`` calls, oldest first; each fills in live (usage keeps every row)."""
         self._ids = itertools.count(1)
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
         self._parser_thread: threading.Thread | None = None
@@ -259,6 +264,8 @@ class Tap:
             started_at=started_at,
         )
         self.calls.append(call)
+        if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
+            del self.calls[0]
         parser = Parser(call, wire, self._label, secrets, ByteMask(secrets))
         target = self.upstream.copy_with(raw_path=self._prefix + raw_path + (b"?" + query if query else b""))
         forwarded = _end_to_end(headers, "host", "content-length", "expect")
