@@ -34,14 +34,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     "usage": {"wires", "protocol", "sources", "adapters", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance_kit": {"wires", "protocol", "adapters", "provider", "conformance_kit"},
+    # The tap sits below usage: it parses through the adapters' translators and records into a UsageLog.
+    "tap": {"wires", "protocol", "sources", "adapters", "usage", "tap"},
     "testing": {"protocol", "testing"},
     "notebook": {
         "wires", "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage",
-        "testing", "notebook",
+        "tap", "testing", "notebook",
     },
     "cli": {
         "wires", "protocol", "sources", "adapters", "runtime", "conformance_kit", "provider", "usage",
-        "testing", "notebook", "cli", "face",
+        "tap", "testing", "notebook", "cli", "face",
     },
 }
 
@@ -64,6 +66,8 @@ LIBRARIES: dict[str, set[str] | None] = {
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
+    # the provider's ASGI stack (uvicorn) on the server side, httpx to the upstream
+    "tap": {"pydantic", "typing_extensions", "httpx", "uvicorn", "starlette", "anyio"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

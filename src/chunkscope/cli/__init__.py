@@ -38,6 +38,7 @@ from .lab import add_lab_parser
 from .record import add_record_parser
 from .serve import add_serve_parser, serve
 from .show import add_show_parser
+from .tap import add_tap_parser
 from .usage import add_usage_parser
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main", "serve"]
@@ -50,6 +51,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_show_parser,
     add_usage_parser,
     add_conformance_parser,
+    add_tap_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""
 

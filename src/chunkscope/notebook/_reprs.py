@@ -180,8 +180,18 @@ def enable(ip: Any = None) -> bool:
     ip.display_formatter.ipython_display_formatter.for_type_by_name(
         "chunkscope.usage._log", "UsageLog", _display_usage_log
     )
+    # A displayed Tap shows its live table of calls (the tap layer knows nothing of notebooks).
+    ip.display_formatter.ipython_display_formatter.for_type_by_name(
+        "chunkscope.tap._proxy", "Tap", _display_tap
+    )
     _ENABLED.add(id(ip))
     return True
+
+
+def _display_tap(tap: Any) -> bool:
+    from .tap_table._widget import display_tap  # loads anywidget only when a tap is displayed
+
+    return display_tap(tap)
 
 
 def _display_usage_log(log: Any) -> bool:

@@ -183,7 +183,9 @@ class LocalProvider:
         with self._lock:
             if self.running:
                 return self
-            sock = socket.socket(self._family, socket.SOCK_STREAM)
+            # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP;
+            # without it a stream's first body write waits out the client's delayed ACK (~40 ms).
+            sock = socket.socket(self._family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind((self._bind_host, self.port))

@@ -1,0 +1,280 @@
+"""The tap's cost over loopback, side by side: direct vs chunkscope's tap vs mitmproxy in reverse mode.
+
+Run: ``python benchmarks/bench_tap.py [--streams N] [--events E] [--gap S] [--concurrent C]``
+
+Three processes besides this one: an upstream (a tiny asyncio HTTP server in
+this file, speaking chat-completions SSE, each event stamped with the
+monotonic clock — shared by every process of the machine — when it was
+written), ``chunkscope tap`` in front of it, and ``mitmdump --mode
+reverse:…`` (mitmproxy, what a user would pick instead; with
+``stream_large_bodies=1`` so it streams instead of buffering; skipped when
+``mitmdump`` is not on PATH or in ``$MITMDUMP``). The client reads every
+stream through each path in turn and reports, per path:
+
+- the latency of each event (written → read by the client) at p50 and p99, and what
+  the proxy adds over direct;
+- time to first byte (request sent → first body byte) at p50, and the overhead;
+- ``--concurrent`` streams at once through the tap, each body compared with what
+  the upstream sent (sha256): no byte lost.
+
+Targets (issue 19): added latency per event p50 <= 50 µs, p99 <= 1 ms, first-byte overhead
+<= 1 ms, ahead of mitmproxy on each. The machine is shared and noisy; no assertion is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+# --- the upstream -----------------------------------------------------------------------------
+
+
+def _event(n: int, stamp: bool) -> bytes:
+    content = f"{time.perf_counter_ns()}" if stamp else f"token-{n:06d} "
+    body = {
+        "id": "bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
+
+
+_END = (
+    b'data: {"id":"bench","object":"chat.completion.chunk","created":0,"model":"bench","choices":'
+    b'[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,'
+    b'"total_tokens":2}}\n\ndata: [DONE]\n\n'
+)
+
+
+async def _serve_upstream(port: int) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                request = json.loads(await reader.readexactly(length)) if length else {}
+                events, gap, stamp = (
+                    request.get("events", 10),
+                    request.get("gap", 0.0),
+                    request.get("stamp", 1),
+                )
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    b"transfer-encoding: chunked\r\n\r\n"
+                )
+                for n in range(events):
+                    data = _event(n, bool(stamp))
+                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    await writer.drain()
+                    if gap:
+                        await asyncio.sleep(gap)
+                writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(_END), _END))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+    async with server:
+        await server.serve_forever()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+# --- the client ---------------------------------------------------------------------------------
+
+
+async def _one(
+    client: httpx.AsyncClient, url: str, events: int, gap: float, stamp: int
+) -> tuple[float, list[float], bytes]:
+    """(time to first byte, per-event latency in seconds, the body) of one stream."""
+    body = {"model": "bench", "stream": True, "messages": [], "events": events, "gap": gap, "stamp": stamp}
+    latencies: list[float] = []
+    received = bytearray()
+    start = time.perf_counter_ns()
+    first = 0.0
+    async with client.stream("POST", url, json=body) as response:
+        async for data in response.aiter_raw():
+            now = time.perf_counter_ns()
+            if not received:
+                first = (now - start) / 1e9
+            received += data
+            if stamp:
+                for line in data.split(b"\n"):
+                    if line.startswith(b'data: {"id":"bench"') and b'"content":"' in line:
+                        sent = int(line.split(b'"content":"')[1].split(b'"')[0])
+                        latencies.append((now - sent) / 1e9)
+    return first, latencies, bytes(received)
+
+
+async def _measure(url: str, streams: int, events: int, gap: float) -> tuple[list[float], list[float]]:
+    firsts: list[float] = []
+    latencies: list[float] = []
+    transport = httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    async with httpx.AsyncClient(transport=transport, timeout=60) as client:
+        await _one(client, url, 3, 0.0, 1)  # warm the connection
+        for _ in range(streams):
+            first, each, _ = await _one(client, url, events, gap, 1)
+            firsts.append(first)
+            latencies += each
+    return firsts, latencies
+
+
+async def _concurrent(url: str, count: int, events: int) -> tuple[int, int, float]:
+    """(streams whose body matched, streams, seconds) for ``count`` streams at once."""
+    expected = hashlib.sha256(b"".join(_event(n, False) for n in range(events)) + _END).hexdigest()
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(limits=limits, timeout=120) as client:
+        start = time.perf_counter()
+        results = await asyncio.gather(
+            *(_one(client, url, events, 0.0, 0) for _ in range(count)), return_exceptions=True
+        )
+        seconds = time.perf_counter() - start
+    good = sum(
+        1
+        for r in results
+        if not isinstance(r, BaseException) and hashlib.sha256(r[2]).hexdigest() == expected
+    )
+    return good, count, seconds
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", type=int, default=20)
+    parser.add_argument("--events", type=int, default=200)
+    parser.add_argument("--gap", type=float, default=0.001, help="seconds between upstream events")
+    parser.add_argument("--concurrent", type=int, default=500)
+    parser.add_argument("--serve-upstream", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_upstream is not None:
+        asyncio.run(_serve_upstream(args.serve_upstream))
+        return
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    up, tap, mitm = _free_port(), _free_port(), _free_port()
+    children = [subprocess.Popen([sys.executable, __file__, "--serve-upstream", str(up)], env=env)]
+    children.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "chunkscope.cli",
+                "tap",
+                "--upstream",
+                f"http://127.0.0.1:{up}",
+                "--port",
+                str(tap),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    mitmdump = os.environ.get("MITMDUMP") or shutil.which("mitmdump")
+    if mitmdump:
+        children.append(
+            subprocess.Popen(
+                [
+                    mitmdump,
+                    "-q",
+                    "--mode",
+                    f"reverse:http://127.0.0.1:{up}@{mitm}",
+                    "--set",
+                    "stream_large_bodies=1",
+                    "--set",
+                    "connection_strategy=lazy",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    try:
+        _wait_port(up)
+        _wait_port(tap)
+        paths = {"direct": up, "chunkscope tap": tap}
+        if mitmdump:
+            _wait_port(mitm)
+            paths["mitmproxy reverse"] = mitm
+        rows: dict[str, tuple[float, float, float]] = {}
+        print(f"{args.streams} streams x {args.events} events, {args.gap * 1000:g} ms apart, over loopback")
+        print(f"{'path':<20}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
+        for name, port in paths.items():
+            firsts, latencies = asyncio.run(
+                _measure(f"http://127.0.0.1:{port}/v1/chat/completions", args.streams, args.events, args.gap)
+            )
+            rows[name] = (statistics.median(latencies), _pct(latencies, 0.99), statistics.median(firsts))
+            p50, p99, first = rows[name]
+            print(f"{name:<20}{p50 * 1e6:>10.0f}µs{p99 * 1e6:>10.0f}µs{first * 1e6:>14.0f}µs")
+        base = rows["direct"]
+        print("added over direct:")
+        for name, (p50, p99, first) in rows.items():
+            if name != "direct":
+                print(
+                    f"  {name:<18} event p50 +{(p50 - base[0]) * 1e6:.0f} µs, "
+                    f"p99 +{(p99 - base[1]) * 1e6:.0f} µs, first byte +{(first - base[2]) * 1e6:.0f} µs"
+                )
+        good, count, seconds = asyncio.run(
+            _concurrent(f"http://127.0.0.1:{tap}/v1/chat/completions", args.concurrent, 50)
+        )
+        print(
+            f"{count} concurrent streams through the tap: {good} byte-identical, {count - good} lost or "
+            f"altered, {seconds:.1f} s"
+        )
+    finally:
+        children[1].send_signal(signal.SIGINT)
+        try:
+            out, _ = children[1].communicate(timeout=60)
+            print("tap:", out.strip().splitlines()[-1] if out.strip() else "(no output)")
+        except subprocess.TimeoutExpired:
+            children[1].kill()
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+                child.wait(10)
+
+
+if __name__ == "__main__":
+    main()

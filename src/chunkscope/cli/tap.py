@@ -1,0 +1,180 @@
+"""``chunkscope tap --upstream URL``: the tap in a terminal, a live table of calls until Ctrl-C.
+
+Options: ``--port N`` (default a free one), ``--host H`` (default 127.0.0.1;
+anything else listens on the network and says so loudly), ``--wire
+auto|openai|anthropic``, ``--record DIR`` (one recording per call),
+``--usage FILE.parquet`` (the usage frame, written at exit). On a terminal
+the table updates in place (rich); piped, one line per finished call.
+Ctrl-C (or SIGTERM) stops the tap cleanly: open streams end, every
+recording is complete and the usage file written before it exits 0.
+Exit 2: a bad value (one line naming the flag) or a port that cannot be listened on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import warnings
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chunkscope.tap import Tap, TapCall
+
+__all__ = ["TAP_HELP", "add_tap_parser", "run_tap"]
+
+TAP_HELP = "a reverse proxy in front of a real provider: see, check and record any app's streams live"
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f} ms"
+
+
+def call_row(call: TapCall) -> list[str]:
+    """One call as table cells: id, wire, model, status, TTFT, duration, chunks, usage, violations, code."""
+    row = call.row()
+    tokens = row["input_tokens"] is not None
+    return [
+        str(row["id"]),
+        row["wire"] or "-",
+        (row["model"] or "-")[:40],
+        str(row["status"] or "…"),
+        _ms(row["ttft_ms"]),
+        _ms(row["duration_ms"]) if row["done"] else "streaming",
+        str(row["chunks"]),
+        f"{row['input_tokens']}/{row['output_tokens']}" if tokens else "",
+        str(row["violations"] or ""),
+        row["code"] or ("ok" if row["done"] else ""),
+    ]
+
+
+_COLUMNS = ["#", "wire", "model", "status", "TTFT", "duration", "chunks", "in/out", "violations", "code"]
+
+
+def _table(tap: Tap, last: int = 30) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"chunkscope tap {tap.base_url} → {tap.upstream}", expand=False)
+    for name in _COLUMNS:
+        table.add_column(name, no_wrap=True)
+    for call in tap.calls[-last:]:
+        cells = call_row(call)
+        style = "red" if call.done and call.error_code else None
+        table.add_row(*cells, style=style)
+    return table
+
+
+def _print_done(tap: Tap, shown: int) -> int:
+    """Print a line for each finished call with an id above ``shown``, in order; the last id printed."""
+    for call in list(tap.calls):
+        if call.id <= shown:
+            continue
+        if not call.done:
+            break
+        print("  ".join(call_row(call)), flush=True)
+        shown = call.id
+    return shown
+
+
+def run_tap(
+    *,
+    upstream: str,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    wire: str = "auto",
+    record: str | None = None,
+    usage: str | None = None,
+    live: bool | None = None,
+) -> int:
+    """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port."""
+    from chunkscope.tap import Tap, TapExposedWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TapExposedWarning)
+        try:
+            tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
+        except ValueError as exc:
+            print(f"chunkscope tap: {exc}", file=sys.stderr)
+            return 2
+    for warning in caught:
+        print(f"chunkscope tap: WARNING: {warning.message}", file=sys.stderr, flush=True)
+    try:
+        tap.start()
+    except OSError as exc:
+        print(
+            f"chunkscope tap: --port {port}: cannot listen on {host}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    stop = threading.Event()
+    live = sys.stdout.isatty() if live is None else live
+    shown = 0
+    try:
+        print(f"chunkscope tap on {tap.base_url} → {tap.upstream}", flush=True)
+        print("  point a client's base URL here (plus the path prefix it expects, e.g. /v1). Ctrl-C to stop.")
+        if record:
+            print(f"  recording every call into {record}", flush=True)
+        if live:
+            from rich.live import Live
+
+            with Live(_table(tap), refresh_per_second=4) as screen:
+                while not stop.wait(0.25):
+                    screen.update(_table(tap))
+        else:
+            while not stop.wait(0.1):
+                shown = _print_done(tap, shown)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+        tap.stop()  # open streams end; every call finishes and its recording is written
+        if usage:
+            tap.usage.to_parquet(usage)
+    if not live:
+        _print_done(tap, shown)  # the calls that ended since the last look, the aborted ones too
+    failed = sum(1 for call in tap.calls if call.error_code)
+    print(
+        f"chunkscope tap: {len(tap.calls)} calls, {failed} failed" + (f"; usage in {usage}" if usage else "")
+    )
+    return 0
+
+
+def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkscope tap``."""
+    parser = subparsers.add_parser("tap", help=TAP_HELP, description=TAP_HELP)
+    parser.add_argument("--upstream", required=True, metavar="URL", help="the provider to forward to")
+    parser.add_argument("--port", default="0", metavar="N", help="port to listen on (default: a free one)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", metavar="H", help="address to listen on (default 127.0.0.1 only)"
+    )
+    parser.add_argument(
+        "--wire", default="auto", metavar="WIRE", help="auto (from the request path), openai or anthropic"
+    )
+    parser.add_argument("--record", default=None, metavar="DIR", help="write each call as a recording")
+    parser.add_argument("--usage", default=None, metavar="FILE.parquet", help="write the usage frame at exit")
+    parser.set_defaults(func=_handle_tap, subcommand_parser=parser)
+
+
+def _handle_tap(args: argparse.Namespace) -> int:
+    text = str(args.port)
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        print(
+            f"chunkscope tap: --port {text} is not a port (1-65535, or 0 for any free port)", file=sys.stderr
+        )
+        return 2
+    return run_tap(
+        upstream=args.upstream,
+        port=int(text),
+        host=args.host,
+        wire=args.wire,
+        record=args.record,
+        usage=args.usage,
+    )

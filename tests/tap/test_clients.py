@@ -1,0 +1,174 @@
+"""Real clients through the tap (official SDKs, curl, Node): the answers they get without it, each checked.
+
+Everything runs against the local provider on 127.0.0.1; the Node client's
+``openai`` package is installed from the npm registry into a cache folder once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+from _tap_helpers import AUTH, KEY, normalised, stream_body
+
+import chunkscope as cs
+from chunkscope.tap import Tap, TapCall
+
+NODE_CACHE = Path(
+    os.environ.get("CHUNKSCOPE_NODE_CACHE", Path.home() / ".cache" / "chunkscope-tests" / "node")
+)
+
+
+def checked(tap: Tap) -> TapCall:
+    """The tap's one call, finished, checked clean, with usage and timings."""
+    assert len(tap.calls) == 1
+    call = tap.calls[0]
+    assert call.wait(5)
+    assert call.result is not None and call.result.ok, call.result
+    assert call.result.usage is not None and call.result.usage.output_tokens > 0
+    assert call.timings.first_byte_s is not None and call.timings.total_s is not None
+    assert len(tap.usage) == 1
+    assert KEY not in repr(call.request_headers)
+    return call
+
+
+def openai_text(base_url: str) -> tuple[str, int]:
+    client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    stream = client.chat.completions.create(
+        model="text",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text, tokens = "", 0
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            text += chunk.choices[0].delta.content
+        if chunk.usage is not None:
+            tokens = chunk.usage.completion_tokens
+    client.close()
+    return text, tokens
+
+
+def test_the_openai_sdk(provider: cs.LocalProvider, tap: Tap) -> None:
+    assert openai_text(f"{tap.base_url}/v1") == openai_text(provider.base_url)
+    call = checked(tap)
+    assert call.wire == "openai"
+    assert call.result is not None and call.result.text == openai_text(provider.base_url)[0]
+
+
+def test_the_openai_sdk_without_streaming(provider: cs.LocalProvider, tap: Tap) -> None:
+    def answer(base_url: str) -> tuple[str | None, int]:
+        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+        reply = client.chat.completions.create(model="text", messages=[{"role": "user", "content": "hi"}])
+        client.close()
+        assert reply.usage is not None
+        return reply.choices[0].message.content, reply.usage.completion_tokens
+
+    through, direct = answer(f"{tap.base_url}/v1"), answer(provider.base_url)
+    assert through == direct
+    call = tap.calls[0]
+    assert call.wait(5) and call.result is not None and call.result.usage is not None
+    assert call.result.usage.output_tokens == through[1]
+
+
+def test_the_anthropic_sdk(provider: cs.LocalProvider, tap: Tap) -> None:
+    def answer(base_url: str) -> tuple[str, int]:
+        client = anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0)
+        with client.messages.stream(
+            model="text", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            text = "".join(stream.text_stream)
+            final = stream.get_final_message()
+        client.close()
+        return text, final.usage.output_tokens
+
+    through, direct = answer(tap.base_url), answer(provider.url)
+    assert through == direct
+    call = checked(tap)
+    assert call.wire == "anthropic" and call.result is not None and call.result.text == through[0]
+
+
+def curl(url: str) -> bytes:
+    command = [
+        "curl",
+        "-sS",
+        "-N",
+        "--fail-with-body",
+        "-X",
+        "POST",
+        url,
+        "-H",
+        "content-type: application/json",
+    ]
+    command += ["-H", f"authorization: {AUTH['authorization']}", "--data-binary", "@-"]
+    body = {**stream_body("text"), "stream_options": {"include_usage": True}}
+    done = subprocess.run(
+        command, input=json.dumps(body).encode(), capture_output=True, timeout=30, check=True
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl(provider: cs.LocalProvider, tap: Tap) -> None:
+    through = curl(f"{tap.base_url}/v1/chat/completions")
+    assert normalised(through) == normalised(curl(f"{provider.base_url}/chat/completions"))
+    assert checked(tap).raw == through
+
+
+_NODE_CLIENT = r"""
+const OpenAI = require("openai");
+const client = new OpenAI({ baseURL: process.argv[2], apiKey: process.argv[3], maxRetries: 0 });
+(async () => {
+  const stream = await client.chat.completions.create({
+    model: "text", messages: [{ role: "user", content: "hi" }], stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = "", tokens = 0;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? "";
+    if (chunk.usage) tokens = chunk.usage.completion_tokens;
+  }
+  console.log(JSON.stringify({ text, tokens }));
+})().catch((error) => { console.error(String(error)); process.exit(1); });
+"""
+
+
+@pytest.fixture(scope="session")
+def node_client() -> Path:
+    """A Node script using the ``openai`` npm package, installed from the registry into a cache folder."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed")
+    folder = NODE_CACHE / "openai4"
+    if not (folder / "node_modules" / "openai" / "package.json").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--silent", "openai@4"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+            timeout=240,
+        )
+    script = folder / "client.cjs"
+    script.write_text(_NODE_CLIENT)
+    return script
+
+
+def test_a_node_client(provider: cs.LocalProvider, tap: Tap, node_client: Path) -> None:
+    def answer(base_url: str) -> dict[str, object]:
+        done = subprocess.run(
+            ["node", str(node_client), base_url, KEY], capture_output=True, text=True, timeout=60, check=True
+        )
+        return dict(json.loads(done.stdout))
+
+    through = answer(f"{tap.base_url}/v1")
+    assert through == answer(provider.base_url) and through["text"]
+    call = checked(tap)
+    assert call.result is not None and call.result.text == through["text"]
+    assert any(name.lower() == "user-agent" and "OpenAI/JS" in value for name, value in call.request_headers)
