@@ -158,6 +158,8 @@ def _keys(by: str) -> list[str]:
 def _prices(path: str) -> Any:
     from chunkscope import PriceTable
 
+    if path == "genai-prices" and not os.path.exists(path):  # the name, unless a file is so named
+        return PriceTable.from_genai_prices()
     try:
         if not os.path.isfile(path):
             # a pipe, a FIFO, /dev/stdin, a device: read once and bounded, then read as a table
@@ -379,7 +381,7 @@ def add_usage_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--prices",
         metavar="FILE",
         default=None,
-        help="a PriceTable file (.toml or .json) for the cost column",
+        help="a PriceTable file (.toml or .json), or genai-prices, for the cost column",
     )
     parser.add_argument(
         "-o",

@@ -88,6 +88,8 @@ COLUMNS: dict[str, Any] = {
     "warnings": "int64",  # warning-severity rule violations (e.g. usage-missing)
     "cost": "Float64",  # from a PriceTable; <NA> when the model is not priced
     "currency": _category(),
+    "price_source": _category(),  # where the price comes from (a URL, "genai-prices 0.2.3 openai/gpt-4o")
+    "price_effective": _category(),  # the date that price applies from ("" when undated)
 }
 """Column name -> dtype of ``UsageLog.to_frame()``, in order."""
 
