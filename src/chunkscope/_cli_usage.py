@@ -106,14 +106,15 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     for path in paths:
         invalid_before = log.totals()["invalid_usage"]
         try:
-            streams = load_streams(path)
+            # an llm logs.db: one row per logged response; else the streams of the file
+            streams = [] if _llm_logs(log, path) else load_streams(path)
             unusable = [s for s in streams if s.kind not in _USABLE_KINDS]
             if unusable:
                 raise InputError(
                     f"{path}: a chunk log names no provider or model; usage reads recordings "
-                    "(chunkscope record, RecordingAdapter) and session logs"
+                    "(chunkscope record, RecordingAdapter), session logs and llm logs.db files"
                 )
-            if streams[0].kind == "dsh":
+            if streams and streams[0].kind == "dsh":
                 # the session-log reader's own record (the file is not read again: a pipe reads once):
                 # call ids, attempts, retries and tags as in its frame
                 streams[0].source.record_into(log)
@@ -138,6 +139,27 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
                 f"range (negative, or 2**63 and above)"
             )
     return log.to_frame(), problems
+
+
+def _llm_logs(log: Any, path: str) -> bool:
+    """Record ``path`` into ``log`` if it is a SQLite file (an llm logs.db); False when it is not one."""
+    from chunkscope.sources import SourceError
+    from chunkscope.sources.llm_logs import is_sqlite, read_llm_responses
+    from chunkscope.usage._llm_frame import record_llm_logs
+
+    if not os.path.isfile(path):
+        return False  # a pipe is read once, by load_streams (SQLite needs a real file anyway)
+    try:
+        with open(path, "rb") as handle:
+            if not is_sqlite(handle.read(16)):
+                return False
+    except OSError:
+        return False  # load_streams reports it, in its words
+    try:
+        record_llm_logs(log, read_llm_responses(path))
+    except SourceError as exc:
+        raise InputError(str(exc)) from None
+    return True
 
 
 def _keys(by: str) -> list[str]:

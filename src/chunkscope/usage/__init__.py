@@ -23,6 +23,7 @@ from ._batch import BatchProgressWarning, batch, partial_results
 from ._convert import OTEL_ATTRIBUTES, to_disjoint, to_inclusive, to_otel, to_otel_attributes
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh_frame import session_frame
+from ._llm_frame import read_llm_logs
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
@@ -78,4 +79,6 @@ __all__ = [
     "read_dsh_session",
     "read_dsh_sessions",
     "read_parquet_dask",
+    # the llm CLI's logs.db (issue 18)
+    "read_llm_logs",
 ]
