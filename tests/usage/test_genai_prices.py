@@ -183,3 +183,23 @@ def test_summary_takes_prices_by_name() -> None:
     expected = pd.Series([float(their_price(*row)) for row in ROWS], index=[row[0] for row in ROWS])
     for provider, cost in expected.groupby(level=0).sum().items():
         assert table.loc[provider, "cost"] == pytest.approx(cost, rel=1e-12)
+
+
+def test_the_docs_example_runs() -> None:
+    from usage_helpers import doc_examples
+
+    import chunkscope as cs
+
+    [example] = doc_examples("Prices from genai-prices")
+    usage = TokenUsage(input_tokens=100, output_tokens=20, cache_read_tokens=900)
+    result = StreamResult(
+        usage=usage,
+        finish=FinishReason(kind="stop"),
+        timings=Timings(started_at=started("2025-05-01"), total_s=1),
+    )
+    namespace = {"cs": cs, "result": result}
+    exec(compile(example, "docs/usage.md", "exec"), namespace)
+    assert namespace["frame"]["cost"].iloc[0] == pytest.approx(
+        float(their_price("openai", "gpt-4o", "2025-05-01T00:00:00", (100, 20, 900, 0))), rel=1e-12
+    )
+    assert namespace["table"].loc["gpt-4o", "calls"] == 1

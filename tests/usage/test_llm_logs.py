@@ -182,3 +182,43 @@ def test_hostile_files_are_clear_errors_or_invalid_rows(
     )
     assert run.returncode == 2 and "without llm's tables" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_docs_example_runs(logs_db: tuple[Path, list[Any]]) -> None:
+    from usage_helpers import doc_examples
+
+    [example] = doc_examples("The llm tool's logs")
+    namespace: dict[str, Any] = {"cs": cs, "logs_db": logs_db[0]}
+    with pytest.warns(cs.UnpricedModelWarning, match="fake-model"):
+        exec(compile(example, "docs/usage.md", "exec"), namespace)
+    assert len(namespace["frame"]) == 3
+    assert namespace["priced"]["cost"].isna().all()  # the fake model has no price anywhere
+
+
+def test_chunkscope_usage_prices_a_logs_db_with_genai_prices(
+    logs_db: tuple[Path, list[Any]], tmp_path: Path
+) -> None:
+    path, _ = logs_db
+    with sqlite3.connect(path) as db:
+        db.execute("update turns set model = 'gpt-4o-mini'")
+    db.close()
+    out = tmp_path / "summary.csv"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chunkscope.cli",
+            "usage",
+            str(path),
+            "--prices",
+            "genai-prices",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    frame = cs.read_llm_logs(path, prices="genai-prices")
+    assert pd.read_csv(out)["cost"].tolist() == pytest.approx([frame["cost"].sum()], rel=1e-9)
