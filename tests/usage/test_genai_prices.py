@@ -12,12 +12,14 @@ import pickle
 import warnings
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 genai_prices = pytest.importorskip("genai_prices")  # the "prices" extra (in "test")
 
+import chunkscope as cs  # noqa: E402
 from chunkscope.protocol import FinishReason, StreamResult, Timings, TokenUsage  # noqa: E402
 from chunkscope.usage import Price, PriceTable, UnpricedModelWarning, UsageLog, summary  # noqa: E402
 
@@ -188,8 +190,6 @@ def test_summary_takes_prices_by_name() -> None:
 def test_the_docs_example_runs() -> None:
     from usage_helpers import doc_examples
 
-    import chunkscope as cs
-
     [example] = doc_examples("Prices from genai-prices")
     usage = TokenUsage(input_tokens=100, output_tokens=20, cache_read_tokens=900)
     result = StreamResult(
@@ -203,3 +203,13 @@ def test_the_docs_example_runs() -> None:
         float(their_price("openai", "gpt-4o", "2025-05-01T00:00:00", (100, 20, 900, 0))), rel=1e-12
     )
     assert namespace["table"].loc["gpt-4o", "calls"] == 1
+
+
+def test_a_frame_stored_before_the_price_columns_still_reads(tmp_path: Path) -> None:
+    log = UsageLog(prices="genai-prices")
+    record_rows(log, ROWS[:2])
+    old = log.to_frame().drop(columns=["price_source", "price_effective"])  # as stored before issue 18
+    old.to_parquet(tmp_path / "old.parquet")
+    frame = cs.read_parquet(str(tmp_path / "old.parquet"))
+    assert list(frame.columns) == list(cs.usage.COLUMNS)
+    assert frame["price_source"].isna().all() and frame["cost"].notna().all()
