@@ -9,6 +9,7 @@ exact Decimal sums over a million rows.
 from __future__ import annotations
 
 import pickle
+import sys
 import warnings
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -213,3 +214,11 @@ def test_a_frame_stored_before_the_price_columns_still_reads(tmp_path: Path) -> 
     frame = cs.read_parquet(str(tmp_path / "old.parquet"))
     assert list(frame.columns) == list(cs.usage.COLUMNS)
     assert frame["price_source"].isna().all() and frame["cost"].notna().all()
+
+
+def test_without_the_prices_extra_one_line_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chunkscope._extras import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
+    with pytest.raises(MissingExtraError, match=r'the "prices" extra .*chunkscope\[prices\]'):
+        PriceTable.from_genai_prices()
