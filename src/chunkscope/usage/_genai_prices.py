@@ -86,8 +86,6 @@ class GenaiPrices:
         return self._models[key]
 
     def _find(self, provider: str, model: str) -> _Model | None:
-        from genai_prices import types
-
         found = None
         for provider_id in (provider, None) if provider else (None,):
             try:
@@ -98,28 +96,7 @@ class GenaiPrices:
         if found is None:
             return None
         provider_info, info = found
-        conditions = info.prices if isinstance(info.prices, list) else []
-        starts: set[float] = set()
-        edges: set[float] = set()
-        tiers: set[int] = set()
-        for conditional in conditions:
-            constraint = conditional.constraint
-            if isinstance(constraint, types.StartDateConstraint):
-                starts.add(_midnight(constraint.start_date))
-            elif isinstance(constraint, types.TimeOfDateConstraint):
-                edges.update(_second_of_day(t) for t in (constraint.start_time, constraint.end_time))
-        model_prices: list[Any] = [c.prices for c in conditions] or [info.prices]
-        for model_price in model_prices:
-            for value in model_price.__dict__.values():
-                if isinstance(value, types.TieredPrices):
-                    tiers.update(tier.start for tier in value.tiers)
-        return _Model(
-            provider_info.id,
-            info,
-            np.array(sorted(starts), dtype=np.float64),
-            np.array(sorted(edges), dtype=np.float64),
-            np.array(sorted(tiers), dtype=np.float64),
-        )
+        return _Model(provider_info.id, info, *_boundaries(info))
 
     def periods(
         self, found: _Model, started: np.ndarray[Any, Any], total_input: np.ndarray[Any, Any]
@@ -193,6 +170,40 @@ class GenaiPrices:
             source=f"genai-prices {self.version} {found.provider_id}/{info.id}{window}",
             per_request=fee,
         )
+
+
+def _boundaries(info: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Where a model's price can change: its conditional prices' start dates (epoch seconds), its
+    daily windows' edges (seconds of the UTC day) and its tiers' input thresholds, each sorted."""
+    from genai_prices import types
+
+    conditions = info.prices if isinstance(info.prices, list) else []
+    starts: set[float] = set()
+    edges: set[float] = set()
+    for conditional in conditions:
+        constraint = conditional.constraint
+        if isinstance(constraint, types.StartDateConstraint):
+            starts.add(_midnight(constraint.start_date))
+        elif isinstance(constraint, types.TimeOfDateConstraint):
+            edges.update(_second_of_day(t) for t in (constraint.start_time, constraint.end_time))
+    tiers = _tier_starts([c.prices for c in conditions] or [info.prices])
+    return (
+        np.array(sorted(starts), dtype=np.float64),
+        np.array(sorted(edges), dtype=np.float64),
+        np.array(sorted(tiers), dtype=np.float64),
+    )
+
+
+def _tier_starts(model_prices: list[Any]) -> set[int]:
+    """The input thresholds of every tiered price among ``model_prices``."""
+    from genai_prices import types
+
+    starts: set[int] = set()
+    for model_price in model_prices:
+        for value in model_price.__dict__.values():
+            if isinstance(value, types.TieredPrices):
+                starts.update(tier.start for tier in value.tiers)
+    return starts
 
 
 def _tier_rate(value: Any, total_input: float) -> Decimal:

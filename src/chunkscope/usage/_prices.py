@@ -238,56 +238,52 @@ class PriceTable:
         versions: list[Price] = []  # every price a row is costed at; index len(versions): none
         row_version = np.full(n, -1, dtype=np.int64)
         positions = np.flatnonzero(has_usage)
-        started: np.ndarray[Any, Any] | None = None
+        starts = _Starts(frame)
         p_names = provider.cat.categories
         m_names = model.cat.categories
         for k, code in enumerate(present):
-            name_p, name_m = str(p_names[code // width]), str(m_names[code % width])
-            history = self._prices.get((name_p, name_m)) or self._prices.get(("*", name_m))
             rows = positions[inverse == k]
-            found = None if history or self._genai is None else self._genai.model(name_p, name_m)
-            if not history and found is None:
-                self._warn_unpriced(name_p, name_m)
+            name_p, name_m = str(p_names[code // width]), str(m_names[code % width])
+            priced = self._pair_versions(name_p, name_m, rows, starts, counts)
+            if priced is None:
                 continue
-            if started is None and (found is not None or (history and len(history) > 1)):
-                started = _start_seconds(frame["started_at"])
-            if history:
-                if len(history) == 1:
-                    version = np.zeros(len(rows), dtype=np.int64)
-                else:
-                    assert started is not None
-                    at = started[rows]
-                    moments = np.array([price.effective_at for price in history[1:]])
-                    version = np.searchsorted(moments, at, side="right")
-                    version[np.isnan(at)] = len(history) - 1  # an unknown start: the newest price
-                periods: list[Price] = list(history)
-            else:
-                assert found is not None and self._genai is not None and started is not None
-                total_input = counts[0][rows] + counts[1][rows] + counts[2][rows]
-                genai_periods, version = self._genai.periods(found, started[rows], total_input)
-                periods = list(genai_periods)
+            periods, version = priced
             row_version[rows] = len(versions) + version
             versions.extend(periods)
-        unpriced = len(versions)
-        row_version[row_version < 0] = unpriced
-        cost = self._costs(versions, row_version, counts)
-        currencies = categories(sorted({price.currency for price in versions}))
-        sources = categories(sorted({price.source for price in versions}))
-        effective = categories(sorted({price.effective for price in versions}))
-
-        def codes_of(names: pd.Index, value: str) -> int:
-            return int(names.get_loc(value))
-
-        def column(names: pd.Index, values: list[str]) -> pd.Categorical:
-            lookup = np.array([codes_of(names, v) for v in values] + [-1], dtype=np.int32)
-            return pd.Categorical.from_codes(lookup[row_version], names)
-
+        row_version[row_version < 0] = len(versions)
         return frame.assign(
-            cost=cost,
-            currency=column(currencies, [p.currency for p in versions]),
-            price_source=column(sources, [p.source for p in versions]),
-            price_effective=column(effective, [p.effective for p in versions]),
+            cost=self._costs(versions, row_version, counts),
+            currency=_price_column(row_version, [p.currency for p in versions]),
+            price_source=_price_column(row_version, [p.source for p in versions]),
+            price_effective=_price_column(row_version, [p.effective for p in versions]),
         )
+
+    def _pair_versions(
+        self,
+        provider: str,
+        model: str,
+        rows: np.ndarray[Any, Any],
+        starts: _Starts,
+        counts: list[np.ndarray[Any, Any]],
+    ) -> tuple[list[Price], np.ndarray[Any, Any]] | None:
+        """The prices of one provider/model pair over its ``rows`` and each row's index into them;
+        None (warned once) when neither the table nor genai-prices prices it."""
+        history = self._prices.get((provider, model)) or self._prices.get(("*", model))
+        if history:
+            if len(history) == 1:
+                return list(history), np.zeros(len(rows), dtype=np.int64)
+            at = starts.seconds()[rows]
+            moments = np.array([price.effective_at for price in history[1:]])
+            version = np.searchsorted(moments, at, side="right")
+            version[np.isnan(at)] = len(history) - 1  # an unknown start: the newest price
+            return list(history), version
+        found = self._genai.model(provider, model) if self._genai is not None else None
+        if found is None or self._genai is None:
+            self._warn_unpriced(provider, model)
+            return None
+        total_input = counts[0][rows] + counts[1][rows] + counts[2][rows]
+        periods, version = self._genai.periods(found, starts.seconds()[rows], total_input)
+        return list(periods), version
 
     def _costs(
         self, versions: list[Price], row_version: np.ndarray[Any, Any], counts: list[np.ndarray[Any, Any]]
@@ -382,6 +378,26 @@ def _in_effect(history: list[Price], at: float | None) -> Price:
         return history[-1]
     moments = [known.effective_at for known in history]
     return history[max(bisect.bisect_right(moments, at) - 1, 0)]
+
+
+class _Starts:
+    """A frame's ``started_at`` as seconds, converted on first need only (most tables never need it)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._seconds: np.ndarray[Any, Any] | None = None
+
+    def seconds(self) -> np.ndarray[Any, Any]:
+        if self._seconds is None:
+            self._seconds = _start_seconds(self._frame["started_at"])
+        return self._seconds
+
+
+def _price_column(row_version: np.ndarray[Any, Any], values: list[str]) -> pd.Categorical:
+    """A category column: each row's value of its price version (the last index: ``<NA>``)."""
+    names = categories(sorted(set(values)))
+    lookup = np.array([int(names.get_loc(v)) for v in values] + [-1], dtype=np.int32)
+    return pd.Categorical.from_codes(lookup[row_version], names)
 
 
 def _start_seconds(column: pd.Series) -> np.ndarray[Any, Any]:
