@@ -9,6 +9,9 @@
    against a plain ``json.loads`` loop over its lines; target: within 2x.
 4. emitting OpenTelemetry spans per attempt (``otel_sink``) against a plain
    ``UsageLog``; target: at most 20 µs per attempt more.
+5. pricing those 1,000,000 rows (four models, start times spread over two
+   years, so dated and off-peak prices apply): ``PriceTable.from_genai_prices()``
+   against a hand-written table of the same models; target: within 2x.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
 the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
@@ -189,6 +192,52 @@ def bench_session_log(rows: int, repeat: int, report: dict[str, Any]) -> None:
     report["session_log_ratio"] = times["read_dsh_session"] / base
 
 
+# --- pricing (issue 18) -------------------------------------------------------------------
+
+PRICED_MODELS = [
+    ("deepseek", "deepseek-chat"),
+    ("deepseek", "deepseek-reasoner"),
+    ("anthropic", "claude-sonnet-4-0"),
+    ("openai", "o3"),  # a price cut on 2025-06-10, inside the spread of start times
+]
+
+
+def pricing_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with models both tables know and start times spread over 2024-09 .. 2026-09."""
+    n = len(frame)
+    pick = pd.Series(range(n)) % len(PRICED_MODELS)
+    two_years = 63_072_000
+    seconds = 1_725_000_000 + pd.Series(range(n)) * two_years // max(n, 1)
+    spread = pd.to_datetime(seconds, unit="s", utc=True)
+    return frame.assign(
+        provider=pick.map(lambda i: PRICED_MODELS[i][0]).astype("category"),
+        model=pick.map(lambda i: PRICED_MODELS[i][1]).astype("category"),
+        started_at=spread.astype(frame["started_at"].dtype),
+    )
+
+
+def bench_pricing(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    frame = pricing_frame(report["frame"])
+    by_hand = PriceTable(
+        Price(provider, model, cache_miss_input=1.0, cache_hit_input=0.1, output=4.0, effective="2025-01-01")
+        for provider, model in PRICED_MODELS
+    )
+    hand_s, _ = best(lambda: by_hand.add_costs(frame), repeat)
+    cold_start = time.perf_counter()
+    genai = PriceTable.from_genai_prices()
+    priced = genai.add_costs(frame)
+    cold_s = time.perf_counter() - cold_start
+    genai_s, _ = best(lambda: genai.add_costs(frame), repeat)
+    assert priced["cost"].notna().sum() == frame["input_tokens"].notna().sum()  # every row priced
+    print(f"\npricing {len(frame):,} rows ({priced['price_source'].nunique()} genai-prices periods/sources)")
+    print(f"  hand-written PriceTable.add_costs         {hand_s:8.3f} s")
+    print(
+        f"  from_genai_prices().add_costs             {genai_s:8.3f} s   {genai_s / hand_s:6.2f}x"
+        f"   (target <= 2x; first call, data loaded: {cold_s:.3f} s)"
+    )
+    report["pricing_ratio"] = genai_s / hand_s
+
+
 # ------------------------------------------------------------------------------------------
 
 
@@ -270,6 +319,7 @@ SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [
     bench_summary,
     bench_session_log,
     bench_otel,
+    bench_pricing,
 ]
 
 

@@ -62,7 +62,7 @@ LIBRARIES: dict[str, set[str] | None] = {
     "provider": {"starlette", "uvicorn", "anyio", "typing_extensions"},
     "usage": {
         "pydantic", "typing_extensions", "pandas", "pyarrow", "numpy", "matplotlib", "duckdb",
-        "dask", "distributed", "opentelemetry",
+        "dask", "distributed", "opentelemetry", "genai_prices",
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},

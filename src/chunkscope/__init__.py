@@ -88,7 +88,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         [
             "read_dsh_session", "read_dsh_sessions", "DshSession", "DshStep", "DshAttempt", "DshLogError",
-            "DshProblem",
+            "DshProblem", "read_llm_logs",
         ],
         ".usage",
     ),
@@ -249,6 +249,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .usage import plot_usage as plot_usage
     from .usage import read_dsh_session as read_dsh_session
     from .usage import read_dsh_sessions as read_dsh_sessions
+    from .usage import read_llm_logs as read_llm_logs
     from .usage import read_parquet as read_parquet
     from .usage import read_recordings as read_recordings
     from .usage import summary as summary

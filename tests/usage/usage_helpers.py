@@ -31,3 +31,15 @@ class StepClock:
         value = self.now
         self.now += self.step
         return value
+
+
+def doc_examples(heading: str) -> list[str]:
+    """The ```python blocks of the section ``heading`` (a ``## `` line) of docs/usage.md."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end >= 0 else len(text)]
+    return re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)

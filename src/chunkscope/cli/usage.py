@@ -86,11 +86,13 @@ def _call_id(path: str, stream: LoadedStream) -> str:
 
 def _record_file(log: Any, path: str) -> None:
     """Every stream of one file into ``log``; ``CommandLineError`` when the file cannot be used."""
+    if _llm_logs(log, path):  # an llm logs.db: one row per logged response
+        return
     streams = load_streams(path)
     if any(s.kind not in _USABLE_KINDS for s in streams):
         raise CommandLineError(
             f"{path}: a chunk log names no provider or model; usage reads recordings "
-            "(chunkscope record, RecordingAdapter) and session logs"
+            "(chunkscope record, RecordingAdapter), session logs and llm logs.db files"
         )
     if streams[0].kind == "dsh":
         # the session-log reader's own record (the file is not read again: a pipe reads once):
@@ -135,6 +137,27 @@ def build_frame(paths: list[str]) -> tuple[pd.DataFrame, list[str]]:
     return log.to_frame(), problems
 
 
+def _llm_logs(log: Any, path: str) -> bool:
+    """Record ``path`` into ``log`` if it is a SQLite file (an llm logs.db); False when it is not one."""
+    from chunkscope.sources import SourceError
+    from chunkscope.sources.llm_logs import is_sqlite, read_llm_responses
+    from chunkscope.usage._llm_frame import record_llm_logs
+
+    if not os.path.isfile(path):
+        return False  # a pipe is read once, by load_streams (SQLite needs a real file anyway)
+    try:
+        with open(path, "rb") as handle:
+            if not is_sqlite(handle.read(16)):
+                return False
+    except OSError:
+        return False  # load_streams reports it, in its words
+    try:
+        record_llm_logs(log, read_llm_responses(path))
+    except SourceError as exc:
+        raise CommandLineError(str(exc)) from None
+    return True
+
+
 def _keys(by: str) -> list[str]:
     from chunkscope.usage import COLUMNS
 
@@ -153,6 +176,8 @@ def _keys(by: str) -> list[str]:
 def _prices(path: str) -> Any:
     from chunkscope import PriceTable
 
+    if path == "genai-prices" and not os.path.exists(path):  # the name, unless a file is so named
+        return PriceTable.from_genai_prices()
     try:
         if not os.path.isfile(path):
             # a pipe, a FIFO, /dev/stdin, a device: read once and bounded, then read as a table
@@ -393,7 +418,7 @@ def add_usage_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "--prices",
         metavar="FILE",
         default=None,
-        help="a PriceTable file (.toml or .json) for the cost column",
+        help="a PriceTable file (.toml or .json), or genai-prices, for the cost column",
     )
     parser.add_argument(
         "-o",

@@ -2,6 +2,8 @@
 
 * a **zstd** frame (the magic bytes ``28 b5 2f fd``): a compressed DeepSeek
   Harness session log (``session.jsonl.zstd``);
+* SQLite's header (``SQLite format 3\0``): the ``llm`` tool's ``logs.db``
+  (read by ``cs.read_llm_logs``, not a stream of chunks);
 * otherwise JSON lines, told by the first non-blank line:
 
   - a **recording** (``RecordingAdapter``'s JSONL): ``{"recording": "chunkscope", ...}``;
@@ -17,8 +19,9 @@ from typing import Any, Literal
 from chunkscope.protocol._chunks import CHUNK_TYPES as _CHUNK_MODELS
 
 from .dsh._lines import ZSTD_MAGIC
+from .llm_logs import SQLITE_MAGIC, is_sqlite
 
-__all__ = ["CHUNK_TYPES", "ZSTD_MAGIC", "Kind", "detect_kind", "is_zstd"]
+__all__ = ["CHUNK_TYPES", "SQLITE_MAGIC", "ZSTD_MAGIC", "Kind", "detect_kind", "is_sqlite", "is_zstd"]
 
 Kind = Literal["recording", "chunks", "dsh"]
 

@@ -30,7 +30,7 @@ from typing import IO, Any
 from chunkscope.protocol._chunks import LlmFailure
 from chunkscope.protocol._errors import LlmError
 
-from ._detect import detect_kind, is_zstd
+from ._detect import detect_kind, is_sqlite, is_zstd
 from ._errors import DshLogError, UnreadableSourceError
 from ._json import MAX_LINE_BYTES, JsonProblem, json_guard, strict_loads
 
@@ -136,6 +136,12 @@ def _load(name: str, counted: _Counted, max_bytes: int) -> list[LoadedStream]:
     counted.rewind(looked)  # the bytes looked at come first again: each reader sees the whole file
     if is_zstd(looked):
         return _read_dsh(name, io.BufferedReader(counted, buffer_size=_BLOCK), max_bytes)
+    if is_sqlite(looked):
+        raise UnreadableSourceError(
+            f"{name}: a SQLite database (an llm logs.db?), not a stream of chunks: "
+            "chunkscope usage and cs.read_llm_logs read it",
+            name,
+        )
     if b"\x00" in looked:
         raise UnreadableSourceError(f"{name}: a binary file (it holds NUL bytes), not JSON lines", name)
     counted.refuse_nul = True
@@ -170,6 +176,8 @@ def _look(counted: _Counted) -> bytes:
         data += block
         if len(data) >= 4 and is_zstd(bytes(data[:4])):
             return bytes(data)  # a zstd log: its reader decompresses from the start
+        if len(data) >= 16 and is_sqlite(bytes(data[:16])):
+            return bytes(data)  # a SQLite file: no lines to look for
         if start < 0:
             stripped = block.lstrip()
             if stripped:

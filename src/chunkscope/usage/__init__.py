@@ -32,6 +32,7 @@ from ._convert import (
 )
 from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh_frame import session_frame
+from ._llm_frame import read_llm_logs
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
 from ._plots import plot_usage, tokens_per_call
@@ -95,6 +96,8 @@ __all__ = [
     "read_dsh_session",
     "read_dsh_sessions",
     "read_parquet_dask",
+    # the llm CLI's logs.db (issue 18)
+    "read_llm_logs",
 ]
 
 _OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})

@@ -10,6 +10,12 @@ include the reasoning tokens.
 
     inclusive input = input_tokens + cache_read_tokens + cache_write_tokens
                     = billed_input_tokens
+
+genai-prices (the price data ``PriceTable.from_genai_prices()`` reads) counts
+the same way: its ``Usage.input_tokens`` is the whole input, of which
+``cache_read_tokens`` and ``cache_write_tokens`` are parts (it charges the
+uncached rest at the input price). ``to_genai_usage`` is the one place that
+converts chunkscope's disjoint counts to it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ __all__ = [
     "OTEL_ATTRIBUTES",
     "inclusive_input",
     "to_disjoint",
+    "to_genai_usage",
     "to_inclusive",
     "to_otel_attributes",
     "to_otel_columns",
@@ -68,6 +75,19 @@ def to_inclusive(frame: pd.DataFrame) -> pd.DataFrame:
     out["input_tokens"] = (out["input_tokens"] + extra).astype("Int64")
     out.attrs[_CONVENTION] = "inclusive"
     return out
+
+
+def to_genai_usage(
+    *, input_tokens: int = 0, cache_read_tokens: int = 0, cache_write_tokens: int = 0, output_tokens: int = 0
+) -> dict[str, int]:
+    """genai-prices ``Usage`` keyword arguments for disjoint counts: its input includes cache reads and
+    writes. Reasoning tokens are inside ``output_tokens`` in both conventions and are not passed apart."""
+    return {
+        "input_tokens": input_tokens + cache_read_tokens + cache_write_tokens,
+        "cache_read_tokens": cache_read_tokens,
+        "cache_write_tokens": cache_write_tokens,
+        "output_tokens": output_tokens,
+    }
 
 
 def to_disjoint(frame: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import LlmError, StreamResult, Timings, collect
 from chunkscope.sources._json import json_line
 
+from ._prices import as_price_table
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class UsageLog:
 
     Implements ``UsageSink``: ``collect(..., log=)``, ``show(..., log=)``,
     ``batch(..., log=)``, ``wrap(adapter)`` and a runtime given this log all
-    call ``record``. ``prices`` (a ``PriceTable``) fills the ``cost`` column;
+    call ``record``. ``prices`` (a ``PriceTable``, or ``"genai-prices"``) fills the ``cost`` column;
     ``path`` makes the log append every row to a Parquet dataset partitioned
     by date as it goes (see ``ParquetSink``; ``flush_rows`` / ``flush_seconds``
     bound what an abrupt kernel death can lose). Safe to call from several
@@ -89,12 +90,12 @@ class UsageLog:
     def __init__(
         self,
         *,
-        prices: PriceTable | None = None,
+        prices: PriceTable | str | None = None,
         path: str | None = None,
         flush_rows: int = 20,
         flush_seconds: float = 1.0,
     ) -> None:
-        self.prices = prices
+        self.prices = as_price_table(prices)
         self._lock = threading.RLock()
         self._n = 0
         self._call_id: list[str] = []
@@ -543,6 +544,8 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
         "warnings": snap["warnings"],
         "cost": pd.arrays.FloatingArray(np.zeros(len(final)), np.ones(len(final), dtype=bool)),
         "currency": pd.Categorical.from_codes(np.full(len(final), -1, dtype=np.int32), categories(())),
+        "price_source": pd.Categorical.from_codes(np.full(len(final), -1, dtype=np.int32), categories(())),
+        "price_effective": pd.Categorical.from_codes(np.full(len(final), -1, dtype=np.int32), categories(())),
     }
     return pd.DataFrame(columns, copy=False)
 

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 import threading
 import tomllib
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from functools import cached_property
+from dataclasses import asdict
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,79 +39,25 @@ import pandas as pd
 from chunkscope.protocol import TokenUsage
 from chunkscope.sources._json import strict_loads as strict_json_loads
 
+from ._genai_prices import GenaiPrices
+from ._price import MAX_PRICE, Price, as_decimal
 from ._schema import categories
 
-__all__ = ["DEEPSEEK_EXAMPLE", "MAX_PRICE", "Price", "PriceTable", "UnpricedModelWarning"]
+__all__ = [
+    "DEEPSEEK_EXAMPLE",
+    "GENAI_PRICES",
+    "MAX_PRICE",
+    "Price",
+    "PriceTable",
+    "UnpricedModelWarning",
+    "as_price_table",
+]
 
-MAX_PRICE = 1e9
-"""The highest price per million tokens a ``Price`` takes (far above any real one, in any
-currency): below it, every cost of a count a ``UsageLog`` holds (< 2**63) is a finite number."""
-
+GENAI_PRICES = "genai-prices"
+"""The name that stands for ``PriceTable.from_genai_prices()`` wherever a ``PriceTable`` is taken."""
 
 class UnpricedModelWarning(UserWarning):
     """A usage row names a provider/model the ``PriceTable`` has no price for (its cost stays missing)."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """One model's prices, per million tokens, in ``currency``, valid from ``effective`` (ISO date)."""
-
-    provider: str  # "*" matches any provider
-    model: str
-    cache_miss_input: float
-    cache_hit_input: float
-    output: float
-    cache_write: float | None = None  # None: cache writes cost what a cache-miss input token does
-    currency: str = "USD"
-    effective: str = ""
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("provider", "model", "currency", "effective", "source"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise ValueError(f"price {name} must be a string, not {type(value).__name__}")
-        for name in ("cache_miss_input", "cache_hit_input", "output", "cache_write"):
-            value = getattr(self, name)
-            if value is None and name == "cache_write":
-                continue
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not number or not 0 <= value <= MAX_PRICE:  # NaN and a 400-digit int fail here too
-                raise ValueError(
-                    f"price {name} of {self.provider}/{self.model} must be a finite number "
-                    f"from 0 to {MAX_PRICE:g} per million tokens, not {value!r}"
-                )
-        self.effective_at  # noqa: B018 - validates the date now, not when a row is costed
-
-    @cached_property  # a frozen dataclass: cached in the instance's __dict__, parsed once
-    def effective_at(self) -> float:
-        """``effective`` as seconds since the epoch (UTC midnight of a date); ``-inf`` when undated."""
-        if not self.effective:
-            return -math.inf
-        try:
-            moment = datetime.fromisoformat(self.effective)
-        except ValueError:
-            raise ValueError(
-                f"price effective of {self.provider}/{self.model} must be an ISO date (YYYY-MM-DD) "
-                f"or date-time, not {self.effective!r}"
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
-
-    @property
-    def write(self) -> float:
-        """The cache-write price in effect."""
-        return self.cache_miss_input if self.cache_write is None else self.cache_write
-
-    def cost(self, usage: TokenUsage) -> float:
-        """The cost of one attempt's usage."""
-        return (
-            usage.input_tokens * self.cache_miss_input
-            + (usage.cache_read_tokens or 0) * self.cache_hit_input
-            + (usage.cache_write_tokens or 0) * self.write
-            + usage.output_tokens * self.output
-        ) / 1_000_000
 
 
 class PriceTable:
@@ -127,13 +71,50 @@ class PriceTable:
     library, reading it uses ``tomllib``).
     """
 
-    def __init__(self, prices: Iterable[Price | Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        prices: Iterable[Price | Mapping[str, Any]] = (),
+        *,
+        cost_type: type[float] | type[Decimal] = float,
+        genai: GenaiPrices | None = None,
+    ) -> None:
+        if cost_type is not float and cost_type is not Decimal:
+            raise ValueError(f"cost_type must be float or decimal.Decimal, not {cost_type!r}")
+        self.cost_type = cost_type
         # per (provider, model): its prices, oldest first
         self._prices: dict[tuple[str, str], list[Price]] = {}
+        self._genai = genai  # the fallback for models this table has no price of
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         for price in prices:
             self.add(price if isinstance(price, Price) else Price(**dict(price)))
+
+    @classmethod
+    def from_genai_prices(
+        cls, *, overrides: PriceTable | None = None, cost_type: type[float] | type[Decimal] = float
+    ) -> PriceTable:
+        """Every model genai-prices (pydantic's price data, the ``prices`` extra) knows, with its dated,
+        time-of-day and tiered prices; ``overrides``' prices win model by model.
+
+        The same as ``overrides | PriceTable.from_genai_prices()``. A row's provider is
+        genai-prices' provider id (``openai``, ``anthropic``, ``google``, ``deepseek``...); an
+        unknown provider falls back to the model name alone. The frame's ``price_source`` names
+        the genai-prices version, provider and model that priced a row.
+        """
+        own = list(overrides) if overrides is not None else []
+        return cls(own, cost_type=cost_type, genai=GenaiPrices())
+
+    def __or__(self, other: PriceTable) -> PriceTable:
+        """A table with this table's prices and, for the models it lacks, ``other``'s (and its
+        genai-prices fallback, if either has one): ``my_prices | PriceTable.from_genai_prices()``."""
+        if not isinstance(other, PriceTable):
+            return NotImplemented
+        merged = PriceTable(self, cost_type=self.cost_type, genai=self._genai or other._genai)
+        for key, history in other._prices.items():
+            if key not in self._prices:
+                for price in history:
+                    merged.add(price)
+        return merged
 
     def add(self, price: Price) -> None:
         """Add one model's price to its history (replacing the price of the same ``effective`` date)."""
@@ -146,23 +127,30 @@ class PriceTable:
             history.insert(at, price)
 
     def __iter__(self) -> Any:
+        """The table's own prices (not genai-prices' models)."""
         return (price for history in self._prices.values() for price in history)
 
     def __len__(self) -> int:
         return sum(len(history) for history in self._prices.values())
 
     def __repr__(self) -> str:
-        return f"PriceTable({len(self)} prices)"
+        genai = f" over genai-prices {self._genai.version}" if self._genai is not None else ""
+        return f"PriceTable({len(self)} prices{genai})"
 
-    # Dask: a table is shipped to workers (pickled without its lock) and hashed by its prices.
+    # Dask: a table is shipped to workers (pickled without its lock) and hashed by its prices;
+    # genai-prices is re-read from the installed package on the other side.
     def __getstate__(self) -> dict[str, Any]:
-        return {"prices": list(self)}
+        return {"prices": list(self), "cost_type": self.cost_type, "genai": self._genai is not None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["prices"])  # type: ignore[misc]
+        genai = None
+        if state.get("genai"):
+            genai = GenaiPrices()
+        self.__init__(state["prices"], cost_type=state.get("cost_type", float), genai=genai)  # type: ignore[misc]
 
     def __dask_tokenize__(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        genai = self._genai.version if self._genai is not None else None
+        return json.dumps([self.to_dict(), genai, self.cost_type.__name__], sort_keys=True, default=str)
 
     def history(self, provider: str, model: str) -> list[Price]:
         """Every price of ``provider``/``model`` (or of ``*``/``model``), oldest first; [] when none."""
@@ -174,51 +162,61 @@ class PriceTable:
         history = self._prices.get((provider, model)) or self._prices.get(("*", model))
         return _in_effect(history, at) if history else None
 
-    def _found(self, provider: str, model: str) -> list[Price]:
-        found = self._prices.get((provider, model)) or self._prices.get(("*", model))
-        if not found:
-            with self._lock:
-                key = (provider, model)
-                first = key not in self._warned
-                self._warned.add(key)
-            if first:
-                warnings.warn(
-                    f"no price for provider {provider!r} model {model!r}: its cost is left missing",
-                    UnpricedModelWarning,
-                    stacklevel=4,
-                )
-            return []
-        return found
+    def _warn_unpriced(self, provider: str, model: str) -> None:
+        with self._lock:
+            key = (provider, model)
+            first = key not in self._warned
+            self._warned.add(key)
+        if first:
+            warnings.warn(
+                f"no price for provider {provider!r} model {model!r}: its cost is left missing",
+                UnpricedModelWarning,
+                stacklevel=5,
+            )
 
-    def _lookup(self, provider: str, model: str, at: float | None) -> Price | None:
-        history = self._found(provider, model)
-        return _in_effect(history, at) if history else None
+    def _lookup(self, provider: str, model: str, usage: TokenUsage, at: float | None) -> Price | None:
+        history = self._prices.get((provider, model)) or self._prices.get(("*", model))
+        if history:
+            return _in_effect(history, at)
+        found = self._genai.model(provider, model) if self._genai is not None else None
+        if found is not None and self._genai is not None:
+            cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+            total_input = usage.input_tokens + cached
+            return self._genai.price_at(found, at, total_input)
+        self._warn_unpriced(provider, model)
+        return None
 
     def quote(
         self, provider: str, model: str, usage: TokenUsage | None, *, at: float | None = None
     ) -> tuple[float, str] | None:
         """``(cost, currency)`` of one attempt started at ``at`` (seconds since the epoch; None: the
-        newest price); None without usage or without a price (warned once)."""
+        newest price), as a float (a ``UsageLog``'s running total); None without usage or without a
+        price (warned once)."""
         if usage is None:
             return None
-        found = self._lookup(provider, model, at)
-        return None if found is None else (found.cost(usage), found.currency)
+        found = self._lookup(provider, model, usage, at)
+        return None if found is None else (float(found.cost(usage)), found.currency)
 
     def cost_of(
         self, provider: str, model: str, usage: TokenUsage | None, *, at: float | None = None
-    ) -> float | None:
-        """The cost of one attempt started at ``at``; None without usage or without a price (warned once
-        per model)."""
-        quoted = self.quote(provider, model, usage, at=at)
-        return None if quoted is None else quoted[0]
+    ) -> float | Decimal | None:
+        """The cost of one attempt started at ``at``, of the table's ``cost_type``; None without usage
+        or without a price (warned once per model)."""
+        if usage is None:
+            return None
+        found = self._lookup(provider, model, usage, at)
+        return None if found is None else found.cost(usage, self.cost_type)
 
     def add_costs(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """``frame`` with ``cost`` (Float64) and ``currency`` (category) filled from this table.
+        """``frame`` with ``cost``, ``currency``, ``price_source`` and ``price_effective`` filled in.
 
-        Vectorised over the distinct provider/model pairs (category codes, no
-        per-row Python). Rows without usage and rows of an unpriced model get
-        ``<NA>``; each unpriced model is warned about once. A Dask DataFrame
-        gets the same, partition by partition (lazily).
+        ``cost`` is Float64, or object Decimals for ``cost_type=Decimal``; ``price_source``
+        (category) is the price's ``source`` (for genai-prices: its version, provider and
+        model) and ``price_effective`` (category) the date it applies from ("" when undated).
+        Vectorised over the distinct provider/model pairs and price periods (category codes,
+        no per-row Python). Rows without usage and rows of an unpriced model get ``<NA>``;
+        each unpriced model is warned about once. A Dask DataFrame gets the same, partition
+        by partition (lazily).
         """
         if not isinstance(frame, pd.DataFrame) and hasattr(frame, "map_partitions"):
             meta = self.add_costs(frame._meta)
@@ -232,58 +230,92 @@ class PriceTable:
         pair = p_codes * width + m_codes
         has_usage = frame["input_tokens"].notna().to_numpy() & (p_codes >= 0) & (m_codes >= 0)
         present, inverse = np.unique(pair[has_usage], return_inverse=True)
-        # one row of prices per distinct pair and price version: miss, hit, write, output; the last
-        # row is NaN (unpriced, or no usage)
-        versions: list[Price] = []
-        first = np.full(len(present), -1, dtype=np.int64)  # each pair's first row in ``versions``
-        last = np.full(len(present), -1, dtype=np.int64)  # and its last (the newest price)
-        dated: list[tuple[int, list[Price]]] = []  # pairs with a price history: costed by start time
-        p_names = provider.cat.categories
-        m_names = model.cat.categories
-        for k, code in enumerate(present):
-            history = self._found(str(p_names[code // width]), str(m_names[code % width]))
-            if not history:
-                continue
-            first[k] = len(versions)
-            versions.extend(history)
-            last[k] = len(versions) - 1
-            if len(history) > 1:
-                dated.append((k, history))
-        currencies: list[str] = []
-        table = np.full((len(versions) + 1, 4), np.nan)
-        currency_of = np.full(len(versions) + 1, -1, dtype=np.int32)
-        for k, found in enumerate(versions):
-            table[k] = (found.cache_miss_input, found.cache_hit_input, found.write, found.output)
-            if found.currency not in currencies:
-                currencies.append(found.currency)
-            currency_of[k] = currencies.index(found.currency)
-        unpriced = len(versions)
-        # Each row of a priced pair gets its pair's newest price, unless the pair has a history
-        # (then the price in effect at the row's start, below).
-        newest = np.where(first >= 0, last, unpriced)
-        row_pair = np.full(n, unpriced, dtype=np.int64)
-        row_pair[has_usage] = newest[inverse]
-        if dated:
-            started = _start_seconds(frame["started_at"])[has_usage]
-            positions = np.flatnonzero(has_usage)
-            for k, history in dated:
-                rows = inverse == k
-                moments = np.array([price.effective_at for price in history[1:]])
-                at = started[rows]
-                version = np.searchsorted(moments, at, side="right")
-                version[np.isnan(at)] = len(history) - 1  # an unknown start: the newest price
-                row_pair[positions[rows]] = first[k] + version
-        prices = table[row_pair]
+        inverse = inverse.reshape(-1)
         counts = [
             _zero_filled(frame[name])
             for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
         ]
-        cost = sum(counts[i] * prices[:, i] for i in range(4)) / 1_000_000
-        known = ~np.isnan(cost)
+        versions: list[Price] = []  # every price a row is costed at; index len(versions): none
+        row_version = np.full(n, -1, dtype=np.int64)
+        positions = np.flatnonzero(has_usage)
+        starts = _Starts(frame)
+        p_names = provider.cat.categories
+        m_names = model.cat.categories
+        for k, code in enumerate(present):
+            rows = positions[inverse == k]
+            name_p, name_m = str(p_names[code // width]), str(m_names[code % width])
+            priced = self._pair_versions(name_p, name_m, rows, starts, counts)
+            if priced is None:
+                continue
+            periods, version = priced
+            row_version[rows] = len(versions) + version
+            versions.extend(periods)
+        row_version[row_version < 0] = len(versions)
         return frame.assign(
-            cost=pd.arrays.FloatingArray(np.where(known, cost, 0.0), ~known),
-            currency=pd.Categorical.from_codes(currency_of[row_pair], categories(currencies)),
+            cost=self._costs(versions, row_version, counts),
+            currency=_price_column(row_version, [p.currency for p in versions]),
+            price_source=_price_column(row_version, [p.source for p in versions]),
+            price_effective=_price_column(row_version, [p.effective for p in versions]),
         )
+
+    def _pair_versions(
+        self,
+        provider: str,
+        model: str,
+        rows: np.ndarray[Any, Any],
+        starts: _Starts,
+        counts: list[np.ndarray[Any, Any]],
+    ) -> tuple[list[Price], np.ndarray[Any, Any]] | None:
+        """The prices of one provider/model pair over its ``rows`` and each row's index into them;
+        None (warned once) when neither the table nor genai-prices prices it."""
+        history = self._prices.get((provider, model)) or self._prices.get(("*", model))
+        if history:
+            if len(history) == 1:
+                return list(history), np.zeros(len(rows), dtype=np.int64)
+            at = starts.seconds()[rows]
+            moments = np.array([price.effective_at for price in history[1:]])
+            version = np.searchsorted(moments, at, side="right")
+            version[np.isnan(at)] = len(history) - 1  # an unknown start: the newest price
+            return list(history), version
+        found = self._genai.model(provider, model) if self._genai is not None else None
+        if found is None or self._genai is None:
+            self._warn_unpriced(provider, model)
+            return None
+        total_input = counts[0][rows] + counts[1][rows] + counts[2][rows]
+        periods, version = self._genai.periods(found, starts.seconds()[rows], total_input)
+        return list(periods), version
+
+    def _costs(
+        self, versions: list[Price], row_version: np.ndarray[Any, Any], counts: list[np.ndarray[Any, Any]]
+    ) -> Any:
+        """Each row's cost at its price version (index ``len(versions)``: none, ``<NA>``)."""
+        unpriced = len(versions)
+        known = row_version < unpriced
+        if self.cost_type is Decimal:
+            rates = np.empty((unpriced + 1, 5), dtype=object)
+            for k, price in enumerate(versions):
+                rates[k] = [
+                    as_decimal(r)
+                    for r in (price.cache_miss_input, price.cache_hit_input, price.write, price.output)
+                ] + [as_decimal(price.request)]
+            out = np.full(len(row_version), pd.NA, dtype=object)
+            rows = np.flatnonzero(known)
+            if len(rows):
+                picked = rates[row_version[rows]]
+                exact = sum(
+                    (counts[i][rows].astype(np.int64).astype(object) * picked[:, i] for i in range(4)),
+                    np.zeros(len(rows), dtype=object),
+                )
+                out[rows] = exact / 1_000_000 + picked[:, 4]
+            return pd.array(out, dtype=object)
+        table = np.full((unpriced + 1, 5), np.nan)
+        for k, price in enumerate(versions):
+            five = (price.cache_miss_input, price.cache_hit_input, price.write, price.output, price.request)
+            table[k] = [float(rate) for rate in five]
+        prices = table[row_version]
+        cost = sum(counts[i] * prices[:, i] for i in range(4)) / 1_000_000 + prices[:, 4]
+        ok = ~np.isnan(cost)
+        return pd.arrays.FloatingArray(np.where(ok, cost, 0.0), ~ok)
 
     # --- files ---------------------------------------------------------------------
 
@@ -302,7 +334,8 @@ class PriceTable:
         if target.suffix.lower() == ".toml":
             target.write_text(_to_toml(data["prices"]), encoding="utf-8")
         else:
-            target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            text = json.dumps(data, indent=2, ensure_ascii=False, default=float)  # a Decimal as a number
+            target.write_text(text + "\n", encoding="utf-8")
         return target
 
     @classmethod
@@ -330,12 +363,41 @@ class PriceTable:
         return cls(DEEPSEEK_EXAMPLE)
 
 
+def as_price_table(prices: PriceTable | str | None) -> PriceTable | None:
+    """A ``prices=`` argument as a table: a ``PriceTable``, ``"genai-prices"``, or None."""
+    if prices is None or isinstance(prices, PriceTable):
+        return prices
+    if prices == GENAI_PRICES:
+        return PriceTable.from_genai_prices()
+    raise ValueError(f'prices must be a PriceTable, "{GENAI_PRICES}" or None, not {prices!r}')
+
+
 def _in_effect(history: list[Price], at: float | None) -> Price:
     """The price of ``history`` (oldest first, not empty) in effect at ``at``; None: the newest."""
     if at is None or len(history) == 1:
         return history[-1]
     moments = [known.effective_at for known in history]
     return history[max(bisect.bisect_right(moments, at) - 1, 0)]
+
+
+class _Starts:
+    """A frame's ``started_at`` as seconds, converted on first need only (most tables never need it)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._seconds: np.ndarray[Any, Any] | None = None
+
+    def seconds(self) -> np.ndarray[Any, Any]:
+        if self._seconds is None:
+            self._seconds = _start_seconds(self._frame["started_at"])
+        return self._seconds
+
+
+def _price_column(row_version: np.ndarray[Any, Any], values: list[str]) -> pd.Categorical:
+    """A category column: each row's value of its price version (the last index: ``<NA>``)."""
+    names = categories(sorted(set(values)))
+    lookup = np.array([int(names.get_loc(v)) for v in values] + [-1], dtype=np.int32)
+    return pd.Categorical.from_codes(lookup[row_version], names)
 
 
 def _start_seconds(column: pd.Series) -> np.ndarray[Any, Any]:
@@ -357,7 +419,7 @@ def _zero_filled(column: pd.Series) -> np.ndarray[Any, Any]:
 def _toml_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-    return repr(float(value)) if isinstance(value, float) else str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)  # a Decimal as written
 
 
 def _to_toml(rows: list[dict[str, Any]]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -88,8 +89,14 @@ COLUMNS: dict[str, Any] = {
     "warnings": "int64",  # warning-severity rule violations (e.g. usage-missing)
     "cost": "Float64",  # from a PriceTable; <NA> when the model is not priced
     "currency": _category(),
+    "price_source": _category(),  # where the price comes from (a URL, "genai-prices 0.2.3 openai/gpt-4o")
+    "price_effective": _category(),  # the date that price applies from ("" when undated)
 }
 """Column name -> dtype of ``UsageLog.to_frame()``, in order."""
+
+ADDED_COLUMNS = ("price_source", "price_effective")
+"""Columns added after frames were first stored (issue 18): a stored frame without them is still
+a usage frame, and ``coerce`` adds them (all ``<NA>``) in their place."""
 
 
 def empty_frame() -> pd.DataFrame:
@@ -113,6 +120,11 @@ def coerce(frame: pd.DataFrame) -> pd.DataFrame:
     usage_source) keep their full category list. Extra columns pass through.
     """
     out = frame.copy()
+    order = list(COLUMNS)
+    for name in ADDED_COLUMNS:
+        if name not in out.columns and "currency" in out.columns:
+            missing = pd.Categorical.from_codes(np.full(len(out), -1, dtype=np.int32), categories(()))
+            out.insert(int(out.columns.get_loc(order[order.index(name) - 1])) + 1, name, missing)
     for name, dtype in COLUMNS.items():
         if name not in out.columns:
             continue
@@ -207,6 +219,8 @@ def check_columns(frame: pd.DataFrame, source: str) -> None:
     wrong frame (an integer ``started_at`` read as 1970, ``"yes"`` read as True).
     """
     for name, dtype in COLUMNS.items():
+        if name not in frame.columns and name in ADDED_COLUMNS:
+            continue
         if name not in frame.columns:
             raise UsageSchemaError(f"{source}: not a usage frame: it has no column {name!r}", name)
         column = frame[name]

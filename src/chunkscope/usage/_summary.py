@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._prices import as_price_table
 from ._schema import COUNT_COLUMNS
 
 __all__ = ["SUMMARY_COLUMNS", "latency_percentiles", "summary"]
@@ -85,7 +86,9 @@ def _keys(frame: Any, by: Sequence[str] | str | None) -> tuple[Any, list[str]]:
     return frame, keys
 
 
-def summary(frame: Any, by: Sequence[str] | str | None = ("provider", "model")) -> pd.DataFrame:
+def summary(
+    frame: Any, by: Sequence[str] | str | None = ("provider", "model"), *, prices: Any = None
+) -> pd.DataFrame:
     """One row per group of ``by`` (columns of a usage frame; ``[]`` for one overall row).
 
     - ``calls``: final attempts; ``attempts``: rows; ``retries``: attempts - calls;
@@ -100,7 +103,12 @@ def summary(frame: Any, by: Sequence[str] | str | None = ("provider", "model")) 
     - p50 / p95 of time to first chunk and of duration, in seconds.
 
     Works on a pandas or a Dask DataFrame; returns a pandas DataFrame indexed by ``by``.
+    ``prices`` (a ``PriceTable`` or ``"genai-prices"``) re-prices the frame first.
     """
+    if prices is not None:
+        table = as_price_table(prices)
+        assert table is not None
+        frame = table.add_costs(frame)
     work, keys = _keys(frame, by)
     failed = work["error_code"].notnull()
     work = work.assign(
