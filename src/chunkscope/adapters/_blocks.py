@@ -23,7 +23,7 @@ block may go live while another is still open) and its finish and usage mapping.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from chunkscope.protocol import (
     AnyChunk,
@@ -45,9 +45,9 @@ from chunkscope.protocol._chunks import trusted  # internal: chunk models withou
 
 __all__ = ["REASONING", "TEXT", "TOOL_CALL", "BlockWriter"]
 
-TEXT = "text"
-REASONING = "reasoning"
-TOOL_CALL = "tool-call"
+TEXT: Final = "text"
+REASONING: Final = "reasoning"
+TOOL_CALL: Final = "tool-call"
 _NONE = ""  # no block open
 
 # Per text-like kind: the delta model and its type, the block model.
