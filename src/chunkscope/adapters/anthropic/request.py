@@ -36,12 +36,14 @@ from chunkscope.protocol import (
 
 from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
 from .._failures import loads
+from .._sent import SentOptions, listed
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "THINKING_BUDGETS",
     "THINKING_EFFORTS",
     "build_body",
+    "sent_options",
     "thinking_config",
 ]
 
@@ -202,3 +204,10 @@ def build_body(
         body["thinking"] = thinking
     body["stream"] = True
     return body
+
+
+def sent_options(body: dict[str, Any]) -> SentOptions:
+    """The options a Messages body carries: top-level ``system``, ``stop_sequences``, the
+    names of ``tools``, ``max_tokens``."""
+    tools = [t.get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
+    return SentOptions(body.get("system"), listed(body.get("stop_sequences")), tools, body.get("max_tokens"))

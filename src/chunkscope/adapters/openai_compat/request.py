@@ -16,8 +16,20 @@ from typing import Any
 from chunkscope.protocol import Message
 
 from .._base import GenerateOptions, ModelInfo
+from .._sent import SentOptions, listed
 
-__all__ = ["build_body"]
+__all__ = ["build_body", "sent_options"]
+
+
+def sent_options(body: dict[str, Any]) -> SentOptions:
+    """The options a chat-completions body carries: system and developer messages, ``stop``
+    (a string or a list), the functions of ``tools``, ``max_tokens`` or its newer name."""
+    messages = listed(body.get("messages"))
+    system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    stop = body.get("stop")
+    tools = [t.get("function", {}).get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
+    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+    return SentOptions(system, [stop] if isinstance(stop, str) else listed(stop), tools, max_tokens)
 
 
 def build_body(options: GenerateOptions, info: ModelInfo | None = None) -> dict[str, Any]:
