@@ -168,6 +168,17 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
         return "AUTH"
     kind = (error_type or "").lower()
     type_code = next((code for needle, code in _TYPE_CODES if needle in kind), None) if kind else None
+    refused = _refusal_code(status, type_code, kind, detail)
+    if refused is not None:
+        return refused
+    if status is None:
+        return _in_stream_code(type_code, detail)
+    return "SERVER" if status >= 500 else f"HTTP_{status}"
+
+
+def _refusal_code(status: int | None, type_code: str | None, kind: str, detail: str) -> str | None:
+    """The code of a request the server refused (too large, out of quota, rate-limited, invalid
+    or over the context window), else None."""
     if status == 413 or (type_code == "INVALID_REQUEST" and "too_large" in kind):
         return "INVALID_REQUEST"
     if status == 402 or type_code == "QUOTA" or is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail):
@@ -177,16 +188,17 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
     if status == 400 or (status is None and type_code == "INVALID_REQUEST"):
         context = is_context_window_exceeded(detail) or _WIRE_CONTEXT.search(detail) is not None
         return "CONTEXT_WINDOW_EXCEEDED" if context else "INVALID_REQUEST"
-    if status is None:
-        if type_code is not None:
-            return type_code
-        if is_context_window_exceeded(detail):
-            return "CONTEXT_WINDOW_EXCEEDED"
-        low = detail.lower()
-        return next((code for needle, code in _TYPE_CODES if needle in low), "SERVER")
-    if status >= 500:
-        return "SERVER"
-    return f"HTTP_{status}"
+    return None
+
+
+def _in_stream_code(type_code: str | None, detail: str) -> str:
+    """The code of an error object inside a 200 stream: its type's, else what its text says."""
+    if type_code is not None:
+        return type_code
+    if is_context_window_exceeded(detail):
+        return "CONTEXT_WINDOW_EXCEEDED"
+    low = detail.lower()
+    return next((code for needle, code in _TYPE_CODES if needle in low), "SERVER")
 
 
 def http_error_code(status: int, detail: str = "") -> str:
@@ -314,22 +326,27 @@ def retry_after_ms(headers: Mapping[str, str], *, now: float | None = None) -> i
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        current = now if now is not None else datetime.now(UTC).timestamp()
-        seconds = when.timestamp() - current
-    if not math.isfinite(seconds) or seconds <= 0:
+    seconds = _retry_after_seconds(raw.strip(), now)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         return None
     ms = seconds * 1000.0
     return math.ceil(ms) if math.isfinite(ms) else None
+
+
+def _retry_after_seconds(raw: str, now: float | None) -> float | None:
+    """``Retry-After`` as seconds from now: a number, or an HTTP date (None when neither)."""
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = now if now is not None else datetime.now(UTC).timestamp()
+    return when.timestamp() - current
 
 
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-deepseek-request-id", "anthropic-request-id")

@@ -381,13 +381,9 @@ class AnthropicTranslator:
         delta = data.get("delta")
         if not isinstance(delta, dict):
             raise _malformed("content_block_delta without a delta object", self.request_id)
-        delta_type = delta.get("type")
-        kind = _DELTA_KINDS.get(delta_type) if isinstance(delta_type, str) else None
-        if kind is None:
+        delta_type = self._delta_type(delta, block, wire_index)
+        if delta_type is None:
             return
-        if kind != block.kind:
-            message = f"{delta_type} sent to a {block.kind} block (index {wire_index})"
-            raise _malformed(message, self.request_id)
         if delta_type == "signature_delta":
             signature = delta.get("signature")
             if isinstance(signature, str):
@@ -403,6 +399,17 @@ class AnthropicTranslator:
             block.pending.append(piece)  # waits until the blocks before it end
             return
         self._write(block, piece)
+
+    def _delta_type(self, delta: dict[str, Any], block: _Block, wire_index: int) -> str | None:
+        """The delta's wire type when it is one we show (None: ignored); it must suit the block."""
+        delta_type = delta.get("type")
+        kind = _DELTA_KINDS.get(delta_type) if isinstance(delta_type, str) else None
+        if kind is None:
+            return None
+        if kind != block.kind:
+            message = f"{delta_type} sent to a {block.kind} block (index {wire_index})"
+            raise _malformed(message, self.request_id)
+        return str(delta_type)
 
     def _block_stop(self, data: dict[str, Any]) -> None:
         wire_index, block = self._started_block(data, "content_block_stop")
@@ -433,22 +440,30 @@ class AnthropicTranslator:
         reason = map_stop_reason(self._stop_reason)
         calls = [b for b in self._emitted if b.kind == TOOL_CALL]
         if reason.kind in ("stop", "tool-calls"):
-            bad = [b for b in calls if not _is_json_object("".join(b.parts))]
-            if bad:
-                raise _malformed(
-                    f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
-                    self.request_id,
-                )
+            self._check_arguments(calls)
         has_content = any(b.kind == TOOL_CALL or "".join(b.parts) for b in self._emitted)
         reason = self._final_reason(reason, has_content, bool(calls))
+        self._writer.finish(reason, self.usage(), self._final_state(has_content))
+        self.done = True
+
+    def _final_state(self, has_content: bool) -> dict[str, Any] | None:
+        """The finish's replay state, marked ``pauseTurn`` when the turn is to be continued."""
         state = self.replay_state()
         # A pause with nothing to send back (only block types we skip) cannot be continued
         # from our message: it is the same empty response as an end_turn without content.
         if self._stop_reason == "pause_turn" and has_content:
             # Not a failure: the client sends the assistant message back to continue the turn.
             state = {**(state or {}), PAUSE_TURN_KEY: True}
-        self._writer.finish(reason, self.usage(), state)
-        self.done = True
+        return state
+
+    def _check_arguments(self, calls: list[_Block]) -> None:
+        """A call the model completed must carry a JSON object (``MALFORMED_RESPONSE`` if not)."""
+        bad = [b for b in calls if not _is_json_object("".join(b.parts))]
+        if bad:
+            raise _malformed(
+                f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
+                self.request_id,
+            )
 
     def _final_reason(self, reason: FinishReason, has_content: bool, has_calls: bool) -> FinishReason:
         """The finish reason as sent: an empty ``stop`` is ``EMPTY_RESPONSE``, a failure names the request."""

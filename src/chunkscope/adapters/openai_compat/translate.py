@@ -103,16 +103,21 @@ def _content_parts(parts: list[Any]) -> Iterator[tuple[str, str]]:
             if text:
                 yield TEXT, _expect_str(text, "delta.content[].text")
         elif kind == "thinking":
-            thinking = part.get("thinking")
-            if type(thinking) is str:
-                if thinking:
-                    yield REASONING, thinking
-            elif type(thinking) is list:
-                for inner in thinking:
-                    if type(inner) is dict and inner.get("type") == "text" and inner.get("text"):
-                        yield REASONING, _expect_str(inner["text"], "delta.content[].thinking[].text")
-            elif thinking is not None:
-                raise TypeError("delta.content[].thinking is neither a string nor a list")
+            for thought in _thinking_texts(part.get("thinking")):
+                yield REASONING, thought
+
+
+def _thinking_texts(thinking: Any) -> Iterator[str]:
+    """The texts of a ``thinking`` part: a string, or a list of ``{"type": "text", "text"}``."""
+    if type(thinking) is str:
+        if thinking:
+            yield thinking
+    elif type(thinking) is list:
+        for inner in thinking:
+            if type(inner) is dict and inner.get("type") == "text" and inner.get("text"):
+                yield _expect_str(inner["text"], "delta.content[].thinking[].text")
+    elif thinking is not None:
+        raise TypeError("delta.content[].thinking is neither a string nor a list")
 
 
 _OPEN_TAG = "<think>"
@@ -445,19 +450,14 @@ class OpenAITranslator:
     # -- tool calls --
 
     def _tool(self, position: int, call: Any) -> None:
-        wire_index = call.get("index", position)
-        if type(wire_index) is not int:
-            raise _malformed(self.label, f"tool_calls[{position}].index is not an integer")
-        record = self.calls.get(wire_index)
-        if record is None:
-            record = self.calls[wire_index] = _Call(wire_index)
+        record = self._record(position, call)
         call_id, name, fragment = _call_fields(call)
         if record.closed:
             if fragment and fragment.strip():
                 raise _malformed(
                     self.label,
-                    f"tool call {wire_index} received more arguments after its JSON was complete and "
-                    "another block had begun",
+                    f"tool call {record.wire_index} received more arguments after its JSON was complete "
+                    "and another block had begun",
                 )
             return
         if call_id and record.id is None:
@@ -467,7 +467,11 @@ class OpenAITranslator:
             record.name = name
         if record is self.live:
             self.blocks.tool_call(call_id or None, name, fragment or "")
-            return
+        else:
+            self._waiting_tool(record, fragment)
+
+    def _waiting_tool(self, record: _Call, fragment: str | None) -> None:
+        """A call that is not live gathers its fragment; a new one goes live, or waits its turn."""
         if fragment:
             record.parts.append(fragment)
         if record.queued:
@@ -479,6 +483,16 @@ class OpenAITranslator:
             return
         self._close()
         self._open_tool(record)
+
+    def _record(self, position: int, call: Any) -> _Call:
+        """The record of the wire call a ``tool_calls[]`` entry continues (by its index), or a new one."""
+        wire_index = call.get("index", position)
+        if type(wire_index) is not int:
+            raise _malformed(self.label, f"tool_calls[{position}].index is not an integer")
+        record = self.calls.get(wire_index)
+        if record is None:
+            record = self.calls[wire_index] = _Call(wire_index)
+        return record
 
     def _open_tool(self, record: _Call) -> None:
         blocks = self.blocks
@@ -597,18 +611,22 @@ def _count(usage: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
+def _detail(usage: Mapping[str, Any], details: str, key: str) -> int | None:
+    """A count inside one of usage's ``*_details`` objects (None when either is absent)."""
+    inner = usage.get(details)
+    return _count(inner, key) if type(inner) is dict else None
+
+
 def _usage(usage: Any) -> TokenUsage:
     """Disjoint counts from wire usage: the cache hits that ``prompt_tokens`` includes are taken out."""
     if type(usage) is not dict:
         raise TypeError("usage is not an object")
     prompt = _count(usage, "prompt_tokens") or 0
     completion = _count(usage, "completion_tokens") or 0
-    details = usage.get("prompt_tokens_details")
-    cached = _count(details, "cached_tokens") if type(details) is dict else None
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
     if cached is None:
         cached = _count(usage, "prompt_cache_hit_tokens")
-    out_details = usage.get("completion_tokens_details")
-    reasoning = _count(out_details, "reasoning_tokens") if type(out_details) is dict else None
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
     total = _count(usage, "total_tokens")
     output = completion
     if reasoning and total is not None and total == prompt + completion + reasoning:
