@@ -9,7 +9,9 @@ rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its 
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
 Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
-under ``provider/wires/``, one row here and its adapter in ``adapters/wires.py``.
+under ``provider/wires/``, one row here and its adapter and request reader
+(``request.sent_options``) in ``adapters/wires.py``. A translator writes its chunks through
+``adapters/_blocks.BlockWriter``.
 """
 
 from __future__ import annotations
