@@ -289,6 +289,12 @@ def error_detail(body: bytes | str | Any) -> tuple[str | None, str, Mapping[str,
         error = parsed if isinstance(parsed, dict) else None
     if error is None:
         return None, "", None
+    return (*_object_detail(error), error)
+
+
+def _object_detail(error: Mapping[str, Any]) -> tuple[str | None, str]:
+    """``(message, detail)`` of an error object: its ``message`` (or ``detail``), and code, type
+    and message joined."""
     message = error.get("message")
     if not isinstance(message, str):
         detail_field = error.get("detail")
@@ -296,7 +302,7 @@ def error_detail(body: bytes | str | Any) -> tuple[str | None, str, Mapping[str,
     parts = [str(error[k]) for k in ("code", "type") if isinstance(error.get(k), (str, int))]
     if message:
         parts.append(message)
-    return message, " ".join(parts), error
+    return message, " ".join(parts)
 
 
 def _error_type(error: Mapping[str, Any] | None) -> str | None:
@@ -401,6 +407,17 @@ def error_from_response(
     )
 
 
+def _status_inside(error: Mapping[str, Any] | None) -> int | None:
+    """The HTTP status an error object names in ``status``, ``code`` or ``status_code`` (else None)."""
+    if error is None:
+        return None
+    for key in ("status", "code", "status_code"):
+        value = error.get(key)
+        if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
+            return value
+    return None
+
+
 def stream_error(
     error: Any,
     *,
@@ -415,13 +432,7 @@ def stream_error(
     """
     secrets = tuple(secrets)
     message, detail, obj = error_detail({"error": error})
-    status: int | None = None
-    if obj is not None:
-        for key in ("status", "code", "status_code"):
-            value = obj.get(key)
-            if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
-                status = value
-                break
+    status = _status_inside(obj)
     error_type = _error_type(obj)
     code = error_code(status, detail=detail, error_type=error_type)
     what = message or detail or "no message"
@@ -455,11 +466,16 @@ def detach_credentials(exc: BaseException, secrets: Iterable[str] = ()) -> None:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, httpx.HTTPError):
-            current._request = None
-        if secrets and any(isinstance(arg, str) for arg in current.args):
-            current.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in current.args)
+        _detach_one(current, secrets)
         pending += (current.__cause__, current.__context__)
+
+
+def _detach_one(exc: BaseException, secrets: tuple[str, ...]) -> None:
+    """One exception of a chain without its request, its string arguments redacted."""
+    if isinstance(exc, httpx.HTTPError):
+        exc._request = None
+    if secrets and any(isinstance(arg, str) for arg in exc.args):
+        exc.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in exc.args)
 
 
 def transport_error(exc: BaseException, *, label: str, secrets: Iterable[str] = ()) -> LlmError:
