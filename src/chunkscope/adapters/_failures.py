@@ -168,7 +168,7 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
         return "AUTH"
     kind = (error_type or "").lower()
     type_code = next((code for needle, code in _TYPE_CODES if needle in kind), None) if kind else None
-    refused = _refusal_code(status, type_code, kind, detail)
+    refused = _limit_code(status, type_code, kind, detail) or _invalid_code(status, type_code, detail)
     if refused is not None:
         return refused
     if status is None:
@@ -176,15 +176,19 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
     return "SERVER" if status >= 500 else f"HTTP_{status}"
 
 
-def _refusal_code(status: int | None, type_code: str | None, kind: str, detail: str) -> str | None:
-    """The code of a request the server refused (too large, out of quota, rate-limited, invalid
-    or over the context window), else None."""
+def _limit_code(status: int | None, type_code: str | None, kind: str, detail: str) -> str | None:
+    """The code of a request over a limit (too large, out of quota, rate-limited), else None."""
     if status == 413 or (type_code == "INVALID_REQUEST" and "too_large" in kind):
         return "INVALID_REQUEST"
     if status == 402 or type_code == "QUOTA" or is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail):
         return "QUOTA"
     if status == 429 or type_code == "RATE_LIMIT":
         return "RATE_LIMIT"
+    return None
+
+
+def _invalid_code(status: int | None, type_code: str | None, detail: str) -> str | None:
+    """The code of a request refused as invalid: over the context window, or otherwise; else None."""
     if status == 400 or (status is None and type_code == "INVALID_REQUEST"):
         context = is_context_window_exceeded(detail) or _WIRE_CONTEXT.search(detail) is not None
         return "CONTEXT_WINDOW_EXCEEDED" if context else "INVALID_REQUEST"
