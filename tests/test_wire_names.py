@@ -25,13 +25,7 @@ ALLOWED = (
 )
 """Where a wire's name may be written."""
 
-REMAINING: dict[str, int] = {
-    # scenario data per wire: which wire a provider dialect belongs to (5), and fault-content-filter's
-    # code on each wire (2: OpenAI content_filter, Anthropic refusal) — to move into provider/wires/
-    "provider/_scenarios.py": 7,
-    # the conformance kit's reading of a recorded request (how each wire carries system, stop, tools)
-    "conformance_kit/_run.py": 1,
-}
+REMAINING: dict[str, int] = {}
 """Files still spelling a wire's name, with how many times; the count may shrink, never grow."""
 
 

@@ -9,7 +9,9 @@ rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its 
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
 Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
-under ``provider/wires/``, one row here and its adapter in ``adapters/wires.py``.
+under ``provider/wires/``, one row here and its adapter and request reader
+(``request.sent_options``) in ``adapters/wires.py``. A translator writes its chunks through
+``adapters/_blocks.BlockWriter``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class WireFacts:
         provider: the provider name its calls are registered and logged under.
         base_path: what follows a server's root in the base URL this wire's adapters
             (and its official SDK) take: ``"/v1"`` for ``{root}/v1``, ``""`` for the root.
+        dialects: the variants of this wire real servers speak that the local provider's
+            scenarios reproduce (``chunkscope.provider.DIALECTS``, ``docs/scenarios.md``).
+        withheld_code: the ``LlmError`` code an adapter reports when the server withholds
+            the answer (a content-filter finish; the ``fault-content-filter`` scenario).
     """
 
     name: str
@@ -39,6 +45,8 @@ class WireFacts:
     key_variables: tuple[str, ...]
     provider: str
     base_path: str
+    dialects: tuple[str, ...]
+    withheld_code: str
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -55,6 +63,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             key_variables=("DEEPSEEK_API_KEY", "OPENAI_API_KEY"),
             provider="deepseek",
             base_path="/v1",
+            dialects=("content-parts", "reasoning-details", "xai-usage", "done-no-blank-line"),
+            withheld_code="CONTENT_FILTER",  # finish_reason content_filter
         ),
         WireFacts(
             name="anthropic",
@@ -63,6 +73,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             key_variables=("ANTHROPIC_API_KEY",),
             provider="anthropic",
             base_path="",
+            dialects=("usage-iterations",),
+            withheld_code="REFUSAL",  # stop_reason refusal
         ),
     )
 }

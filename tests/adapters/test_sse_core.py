@@ -12,31 +12,51 @@ import httpx
 import pytest
 
 from chunkscope.adapters import AbortController, GenerateOptions, OpenAICompatAdapter
+from chunkscope.adapters._blocks import REASONING, TEXT, BlockWriter
 from chunkscope.adapters._sse import SseAdapter, SseEvent
-from chunkscope.protocol import AnyChunk, LlmError, StreamResult, collect, parse_chunk
+from chunkscope.protocol import (
+    AnyChunk,
+    FinishReason,
+    LlmError,
+    StreamResult,
+    TokenUsage,
+    check,
+    collect,
+)
 
 KEY = "sk-toy-wire-key-0123456"
 
 
 class ToyTranslator:
-    """A whole wire in a dozen lines: each ``data:`` line is text; ``end`` finishes the stream."""
+    """A whole wire written only against the block writer: it maps the toy's lines, nothing else.
+
+    ``data: <text>`` is text, ``data: ~<text>`` reasoning, ``data: @<name> <json>`` a whole
+    tool call without an id, ``data: STOP`` the finish (one output token per line); indexes,
+    ids, block order and the closing chunks are the writer's.
+    """
 
     def __init__(self) -> None:
         self.done = False
         self.request_id: str | None = None
-        self.opened = False
-        self.text: list[str] = []
+        self.blocks = BlockWriter("toy-")
+        self.lines = 0
 
     def feed(self, event: SseEvent) -> list[AnyChunk]:
         data = event[1]
+        self.lines += 1
         if data == "STOP":
             self.done = True
-            ends = [{"type": "block-end", "index": 0, "block": {"type": "text", "text": "".join(self.text)}}]
-            return [parse_chunk(c) for c in [*ends, {"type": "finish", "reason": {"kind": "stop"}}]]
-        out = [] if self.opened else [parse_chunk({"type": "block-start", "index": 0, "block_type": "text"})]
-        self.opened = True
-        self.text.append(data)
-        return [*out, parse_chunk({"type": "text-delta", "index": 0, "text": data})]
+            usage = TokenUsage(input_tokens=1, output_tokens=self.lines)
+            self.blocks.finish(FinishReason(kind="stop"), usage)
+        elif data.startswith("~"):
+            self.blocks.text(REASONING, data[1:])
+        elif data.startswith("@"):
+            name, _, arguments = data[1:].partition(" ")
+            self.blocks.open_tool(None, name)
+            self.blocks.tool_call(fragment=arguments)
+        else:
+            self.blocks.text(TEXT, data)
+        return self.blocks.take()
 
     def end(self) -> list[AnyChunk]:
         if not self.done:
@@ -44,7 +64,7 @@ class ToyTranslator:
         return []
 
     def salvage(self) -> list[AnyChunk]:
-        return []
+        return self.blocks.take()
 
 
 class ToyAdapter(SseAdapter):
@@ -91,6 +111,27 @@ async def test_a_third_wire_streams_with_only_a_request_builder_and_a_translator
     fresh = ToyAdapter("http://toy.test", KEY)  # (a caller's httpx client cannot be pickled)
     assert KEY.encode() not in pickle.dumps(fresh)
     assert repr(pickle.loads(pickle.dumps(fresh))).count("$TOY_API_KEY") == 1  # the other side reads its env
+
+
+async def test_a_translator_on_the_block_writer_gets_strict_output_from_any_order() -> None:
+    # Reasoning resumes after text and a tool call: each run is its own block, numbered in
+    # order, never interleaved; the id-less call gets a made-up id; usage, then the finish.
+    lines = ["~plan", "Hi", "@add {}", "~more", "~ still", "STOP"]
+    adapter, _ = toy("".join(f"data: {line}\n\n" for line in lines).encode())
+    chunks = [c async for c in adapter.stream(options())]
+    assert check(chunks, "strict") == []
+    assert [(c.type, getattr(c, "index", None)) for c in chunks] == [
+        ("block-start", 0), ("reasoning-delta", 0), ("block-end", 0),
+        ("block-start", 1), ("text-delta", 1), ("block-end", 1),
+        ("block-start", 2), ("tool-call-delta", 2), ("block-end", 2),
+        ("block-start", 3), ("reasoning-delta", 3), ("reasoning-delta", 3), ("block-end", 3),
+        ("usage", None), ("finish", None),
+    ]  # fmt: skip
+    result: StreamResult = await collect(adapter.stream(options()))
+    assert result.text == "Hi" and result.reasoning == "planmore still"
+    [call] = result.tool_calls
+    assert (call.id, call.name, call.arguments) == ("toy-2", "add", "{}")
+    assert result.usage is not None and result.usage.output_tokens == len(lines)
 
 
 async def test_the_third_wire_gets_failure_mapping_limits_and_abort_from_the_core() -> None:

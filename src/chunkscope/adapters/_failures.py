@@ -168,25 +168,41 @@ def error_code(status: int | None, *, detail: str = "", error_type: str | None =
         return "AUTH"
     kind = (error_type or "").lower()
     type_code = next((code for needle, code in _TYPE_CODES if needle in kind), None) if kind else None
+    refused = _limit_code(status, type_code, kind, detail) or _invalid_code(status, type_code, detail)
+    if refused is not None:
+        return refused
+    if status is None:
+        return _in_stream_code(type_code, detail)
+    return "SERVER" if status >= 500 else f"HTTP_{status}"
+
+
+def _limit_code(status: int | None, type_code: str | None, kind: str, detail: str) -> str | None:
+    """The code of a request over a limit (too large, out of quota, rate-limited), else None."""
     if status == 413 or (type_code == "INVALID_REQUEST" and "too_large" in kind):
         return "INVALID_REQUEST"
     if status == 402 or type_code == "QUOTA" or is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail):
         return "QUOTA"
     if status == 429 or type_code == "RATE_LIMIT":
         return "RATE_LIMIT"
+    return None
+
+
+def _invalid_code(status: int | None, type_code: str | None, detail: str) -> str | None:
+    """The code of a request refused as invalid: over the context window, or otherwise; else None."""
     if status == 400 or (status is None and type_code == "INVALID_REQUEST"):
         context = is_context_window_exceeded(detail) or _WIRE_CONTEXT.search(detail) is not None
         return "CONTEXT_WINDOW_EXCEEDED" if context else "INVALID_REQUEST"
-    if status is None:
-        if type_code is not None:
-            return type_code
-        if is_context_window_exceeded(detail):
-            return "CONTEXT_WINDOW_EXCEEDED"
-        low = detail.lower()
-        return next((code for needle, code in _TYPE_CODES if needle in low), "SERVER")
-    if status >= 500:
-        return "SERVER"
-    return f"HTTP_{status}"
+    return None
+
+
+def _in_stream_code(type_code: str | None, detail: str) -> str:
+    """The code of an error object inside a 200 stream: its type's, else what its text says."""
+    if type_code is not None:
+        return type_code
+    if is_context_window_exceeded(detail):
+        return "CONTEXT_WINDOW_EXCEEDED"
+    low = detail.lower()
+    return next((code for needle, code in _TYPE_CODES if needle in low), "SERVER")
 
 
 def http_error_code(status: int, detail: str = "") -> str:
@@ -277,6 +293,12 @@ def error_detail(body: bytes | str | Any) -> tuple[str | None, str, Mapping[str,
         error = parsed if isinstance(parsed, dict) else None
     if error is None:
         return None, "", None
+    return (*_object_detail(error), error)
+
+
+def _object_detail(error: Mapping[str, Any]) -> tuple[str | None, str]:
+    """``(message, detail)`` of an error object: its ``message`` (or ``detail``), and code, type
+    and message joined."""
     message = error.get("message")
     if not isinstance(message, str):
         detail_field = error.get("detail")
@@ -284,7 +306,7 @@ def error_detail(body: bytes | str | Any) -> tuple[str | None, str, Mapping[str,
     parts = [str(error[k]) for k in ("code", "type") if isinstance(error.get(k), (str, int))]
     if message:
         parts.append(message)
-    return message, " ".join(parts), error
+    return message, " ".join(parts)
 
 
 def _error_type(error: Mapping[str, Any] | None) -> str | None:
@@ -314,22 +336,27 @@ def retry_after_ms(headers: Mapping[str, str], *, now: float | None = None) -> i
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    raw = raw.strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        current = now if now is not None else datetime.now(UTC).timestamp()
-        seconds = when.timestamp() - current
-    if not math.isfinite(seconds) or seconds <= 0:
+    seconds = _retry_after_seconds(raw.strip(), now)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         return None
     ms = seconds * 1000.0
     return math.ceil(ms) if math.isfinite(ms) else None
+
+
+def _retry_after_seconds(raw: str, now: float | None) -> float | None:
+    """``Retry-After`` as seconds from now: a number, or an HTTP date (None when neither)."""
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = now if now is not None else datetime.now(UTC).timestamp()
+    return when.timestamp() - current
 
 
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-deepseek-request-id", "anthropic-request-id")
@@ -384,6 +411,17 @@ def error_from_response(
     )
 
 
+def _status_inside(error: Mapping[str, Any] | None) -> int | None:
+    """The HTTP status an error object names in ``status``, ``code`` or ``status_code`` (else None)."""
+    if error is None:
+        return None
+    for key in ("status", "code", "status_code"):
+        value = error.get(key)
+        if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
+            return value
+    return None
+
+
 def stream_error(
     error: Any,
     *,
@@ -398,13 +436,7 @@ def stream_error(
     """
     secrets = tuple(secrets)
     message, detail, obj = error_detail({"error": error})
-    status: int | None = None
-    if obj is not None:
-        for key in ("status", "code", "status_code"):
-            value = obj.get(key)
-            if type(value) is int and 300 <= value <= 599:  # a 2xx inside an error says nothing
-                status = value
-                break
+    status = _status_inside(obj)
     error_type = _error_type(obj)
     code = error_code(status, detail=detail, error_type=error_type)
     what = message or detail or "no message"
@@ -438,11 +470,16 @@ def detach_credentials(exc: BaseException, secrets: Iterable[str] = ()) -> None:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, httpx.HTTPError):
-            current._request = None
-        if secrets and any(isinstance(arg, str) for arg in current.args):
-            current.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in current.args)
+        _detach_one(current, secrets)
         pending += (current.__cause__, current.__context__)
+
+
+def _detach_one(exc: BaseException, secrets: tuple[str, ...]) -> None:
+    """One exception of a chain without its request, its string arguments redacted."""
+    if isinstance(exc, httpx.HTTPError):
+        exc._request = None
+    if secrets and any(isinstance(arg, str) for arg in exc.args):
+        exc.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in exc.args)
 
 
 def transport_error(exc: BaseException, *, label: str, secrets: Iterable[str] = ()) -> LlmError:

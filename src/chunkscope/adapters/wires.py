@@ -9,16 +9,24 @@ imports nothing of the adapters it judges).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .._wires import DEFAULT_WIRE, WIRE_FACTS, WireFacts
 from ._base import LlmAdapter
+from ._sent import SentOptions
 from .anthropic import AnthropicAdapter
+from .anthropic.request import sent_options as anthropic_sent
 from .openai_compat import OpenAICompatAdapter
+from .openai_compat.request import sent_options as openai_sent
 
 __all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
 
-_ADAPTERS: dict[str, type[LlmAdapter]] = {"openai": OpenAICompatAdapter, "anthropic": AnthropicAdapter}
+_ADAPTERS: dict[str, tuple[type[LlmAdapter], Callable[[dict[str, Any]], SentOptions]]] = {
+    "openai": (OpenAICompatAdapter, openai_sent),
+    "anthropic": (AnthropicAdapter, anthropic_sent),
+}
 
 
 @dataclass(frozen=True)
@@ -26,11 +34,13 @@ class Wire:
     """One wire: its neutral facts and the built-in adapter class that speaks it.
 
     ``adapter`` is called as ``adapter(base_url=, api_key=, ...)`` (``idle_timeout``,
-    ``http_client`` …, as every built-in SSE adapter takes them).
+    ``http_client`` …, as every built-in SSE adapter takes them). ``sent`` reads a request
+    body of this wire back as the options it carries (the conformance kit's request check).
     """
 
     facts: WireFacts
     adapter: type[LlmAdapter]
+    sent: Callable[[dict[str, Any]], SentOptions]
 
     @property
     def name(self) -> str:
@@ -42,7 +52,7 @@ class Wire:
         return self.facts.base_url(root)
 
 
-WIRES: dict[str, Wire] = {name: Wire(facts, _ADAPTERS[name]) for name, facts in WIRE_FACTS.items()}
+WIRES: dict[str, Wire] = {name: Wire(facts, *_ADAPTERS[name]) for name, facts in WIRE_FACTS.items()}
 """Every wire, by name, with its adapter (the order of ``chunkscope._wires.WIRE_FACTS``)."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from chunkscope._wires import WIRE_FACTS
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
+from chunkscope.adapters.wires import WIRES
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
 from chunkscope.protocol._words import plural
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
@@ -591,25 +592,10 @@ def _request_problems(
         problems.append('ask for a stream ("stream": true)')
     if PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
         problems.append("send the caller's messages (the user's text is missing)")
-    if wire == "openai":
-        raw_messages = body.get("messages")
-        messages: list[Any] = raw_messages if isinstance(raw_messages, list) else []
-        system_sent = any(
-            isinstance(m, dict) and m.get("role") in ("system", "developer") and _SYSTEM in json.dumps(m)
-            for m in messages
-        )
-        stop = body.get("stop")
-        stop_sent = stop == _STOP or (isinstance(stop, list) and _STOP in stop)
-        tool_names = [
-            t.get("function", {}).get("name") for t in _list(body.get("tools")) if isinstance(t, dict)
-        ]
-        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    else:
-        system_sent = _SYSTEM in json.dumps(body.get("system"), ensure_ascii=False)
-        stops = body.get("stop_sequences")
-        stop_sent = isinstance(stops, list) and _STOP in stops
-        tool_names = [t.get("name") for t in _list(body.get("tools")) if isinstance(t, dict)]
-        max_tokens = body.get("max_tokens")
+    sent = WIRES[wire].sent(body)
+    system_sent = _SYSTEM in json.dumps(sent.system, ensure_ascii=False)
+    stop_sent = _STOP in sent.stops
+    tool_names, max_tokens = sent.tool_names, sent.max_tokens
     if "system" in supported and not system_sent:
         problems.append("send the system prompt")
     if "temperature" in supported and body.get("temperature") != _TEMPERATURE:
@@ -621,10 +607,6 @@ def _request_problems(
     if "tools" in supported and "get_weather" not in tool_names:
         problems.append("send the tools")
     return problems
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _abort_check(

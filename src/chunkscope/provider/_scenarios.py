@@ -277,13 +277,10 @@ Wire = str
 WIRES: tuple[Wire, ...] = tuple(WIRE_FACTS)
 
 DIALECTS: dict[str, Wire] = {
-    "content-parts": "openai",
-    "reasoning-details": "openai",
-    "xai-usage": "openai",
-    "done-no-blank-line": "openai",
-    "usage-iterations": "anthropic",
+    dialect: facts.name for facts in WIRE_FACTS.values() for dialect in facts.dialects
 }
-"""Each dialect of a real provider the scenarios speak, and the wire it belongs to.
+"""Each dialect of a real provider the scenarios speak, and the wire it belongs to (the wire
+table's ``dialects``).
 
 On the other wire a dialect scenario is the plain rendering of the same script.
 """
@@ -731,7 +728,7 @@ _SCENARIO_LIST: list[Scenario] = [
     _stream_fault(
         "fault-content-filter",
         "a text delta, then finish_reason content_filter (Anthropic: stop_reason refusal)",
-        {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL"},
+        {name: facts.withheld_code for name, facts in WIRE_FACTS.items()},
         _script(Text("I can't help with that."), Finish("content_filter")),
     ),
     _stream_fault(

@@ -36,12 +36,14 @@ from chunkscope.protocol import (
 
 from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
 from .._failures import loads
+from .._sent import SentOptions, listed
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "THINKING_BUDGETS",
     "THINKING_EFFORTS",
     "build_body",
+    "sent_options",
     "thinking_config",
 ]
 
@@ -133,6 +135,13 @@ def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
     return out
 
 
+def _only_in(role: str, allowed: str, what: str) -> None:
+    """``UNSUPPORTED_OPTION`` unless a block of kind ``what`` sits in a message of its ``allowed`` role."""
+    if role != allowed:
+        article = "an" if allowed[0] in "aeiou" else "a"
+        raise _unsupported(f"{what} can only be sent in {article} {allowed} message, not {role}")
+
+
 def _message(message: Message, signature_of: Callable[[str], str | None]) -> dict[str, Any] | None:
     content: list[dict[str, Any]] = []
     role = message.role
@@ -141,23 +150,46 @@ def _message(message: Message, signature_of: Callable[[str], str | None]) -> dic
             if block.text:
                 content.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolCallBlock):
-            if role != "assistant":
-                raise _unsupported(f"a tool-call block can only be sent in an assistant message, not {role}")
+            _only_in(role, "assistant", "a tool-call block")
             arguments = _tool_input(block)
             content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
         elif isinstance(block, ToolResultBlock):
-            if role != "user":
-                raise _unsupported(f"a tool-result block can only be sent in a user message, not {role}")
+            _only_in(role, "user", "a tool-result block")
             content.append(_tool_result(block))
         elif isinstance(block, ReasoningBlock):
-            if role != "assistant":
-                raise _unsupported(f"a reasoning block can only be sent in an assistant message, not {role}")
+            _only_in(role, "assistant", "a reasoning block")
             signature = signature_of(block.text)
             if signature is not None:
                 content.append({"type": "thinking", "thinking": block.text, "signature": signature})
     if not content:
         return None  # the API refuses empty content; an empty turn says nothing
     return {"role": role, "content": content}
+
+
+def _tool_spec(tool: Any) -> dict[str, Any]:
+    """A tool as the Messages API declares it: name, ``input_schema``, description when given."""
+    spec: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.parameters)}
+    if tool.description:
+        spec["description"] = tool.description
+    return spec
+
+
+def _conversation(
+    options: GenerateOptions, signature_of: Callable[[str], str | None]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The system texts (the option's, then every system message's) and the wire messages."""
+    system: list[str] = [options.system] if options.system else []
+    messages: list[dict[str, Any]] = []
+    for message in options.messages:
+        if message.role == "system":
+            text = _text_of(message.content, "a system message")
+            if text:
+                system.append(text)
+            continue
+        wire = _message(message, signature_of)
+        if wire is not None:
+            messages.append(wire)
+    return system, messages
 
 
 def build_body(
@@ -171,29 +203,13 @@ def build_body(
     streamed with, if known (the adapter remembers those it streamed).
     Raises ``LlmError`` ``UNSUPPORTED_OPTION`` for content the wire cannot carry.
     """
-    system: list[str] = [options.system] if options.system else []
-    messages: list[dict[str, Any]] = []
-    for message in options.messages:
-        if message.role == "system":
-            text = _text_of(message.content, "a system message")
-            if text:
-                system.append(text)
-            continue
-        wire = _message(message, signature_of)
-        if wire is not None:
-            messages.append(wire)
+    system, messages = _conversation(options, signature_of)
     thinking, max_tokens = thinking_config(options.reasoning_effort, options.max_tokens)
     body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens, "messages": messages}
     if system:
         body["system"] = "\n\n".join(system)
     if options.tools:
-        tools = []
-        for tool in options.tools:
-            spec: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.parameters)}
-            if tool.description:
-                spec["description"] = tool.description
-            tools.append(spec)
-        body["tools"] = tools
+        body["tools"] = [_tool_spec(tool) for tool in options.tools]
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if options.stop:
@@ -202,3 +218,10 @@ def build_body(
         body["thinking"] = thinking
     body["stream"] = True
     return body
+
+
+def sent_options(body: dict[str, Any]) -> SentOptions:
+    """The options a Messages body carries: top-level ``system``, ``stop_sequences``, the
+    names of ``tools``, ``max_tokens``."""
+    tools = [t.get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
+    return SentOptions(body.get("system"), listed(body.get("stop_sequences")), tools, body.get("max_tokens"))

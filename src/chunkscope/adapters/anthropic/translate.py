@@ -27,28 +27,13 @@ another model's tokens and are not added.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chunkscope.protocol import (
-    AnyChunk,
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    LlmError,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
-)
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
+from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
+from .._blocks import TOOL_CALL, BlockWriter
 from .._failures import (
     error_code,
     is_context_window_exceeded,
@@ -133,12 +118,11 @@ class _Block:
     call_id: str = ""
     name: str = ""
     initial_input: str = "{}"  # the start event's ``input``, used when no partial_json arrives
-    parts: list[str] = field(default_factory=list)  # what has been appended so far
+    parts: list[str] = field(default_factory=list)  # what has been written so far
     pending: list[str] = field(default_factory=list)  # appended while the block waits its turn
     signature: str | None = None
     index: int = -1  # our index, assigned when the block is emitted
     stopped: bool = False
-    named: bool = False  # a tool-call delta carrying the name has been emitted
 
 
 def _malformed(message: str, request_id: str | None) -> LlmError:
@@ -166,6 +150,11 @@ class AnthropicTranslator:
     ``error`` events map through ``anthropic_error_code``; a payload that is
     not JSON or not the wire shape is ``MALFORMED_RESPONSE``. Chunks returned
     before a raise are valid output and stay valid.
+
+    The chunks are written by the shared ``BlockWriter``; this class maps the wire's
+    fields and keeps one policy of its own: a block the wire starts while another is
+    live waits in ``_queue`` and goes out, its buffered text as one delta, when its
+    turn comes.
     """
 
     def __init__(
@@ -183,7 +172,8 @@ class AnthropicTranslator:
         self._blocks: dict[int, _Block | None] = {}  # wire index → block (None: skipped type)
         self._queue: list[_Block] = []  # started, not yet fully emitted; head is live
         self._emitted: list[_Block] = []
-        self._next_index = 0
+        # An id the wire left out is made up: toolu_chunkscope_<our block index>.
+        self._writer = BlockWriter("toolu_chunkscope_", self._malformed)
         self._stop_reason: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
@@ -209,8 +199,17 @@ class AnthropicTranslator:
         return []
 
     def salvage(self) -> list[AnyChunk]:
-        """Chunks produced before a failure in the same event: this translator raises before emitting."""
+        """Chunks produced before a failure in the same event: none. Every check of an event
+        runs before it writes, except at ``message_stop``, whose blocks end with the failure.
+
+        Returns:
+            ``[]``.
+        """
+        self._writer.take()  # what message_stop wrote before its check failed goes with it
         return []
+
+    def _malformed(self, message: str) -> LlmError:
+        return _malformed(message, self.request_id)
 
     def feed_text(self, event: str | None, data: str) -> list[AnyChunk]:
         """Parse one SSE event's ``data`` text as JSON and ``feed_parsed`` it."""
@@ -228,7 +227,18 @@ class AnthropicTranslator:
         return self.feed_parsed(event, payload)
 
     def feed_parsed(self, event: str | None, data: Any) -> list[AnyChunk]:
-        """Translate one event given its parsed JSON; returns the chunks it produces (maybe none)."""
+        """Translate one event given its parsed JSON.
+
+        Args:
+            event: the SSE event name (None when the wire sent none).
+            data: the event's parsed JSON.
+
+        Returns:
+            The chunks the event completes, maybe none; after ``message_stop`` always none.
+
+        Raises:
+            LlmError: an ``error`` event (mapped by the one table), or ``MALFORMED_RESPONSE``.
+        """
         if self.done:
             return []  # nothing may follow the finish
         if not isinstance(data, dict):
@@ -238,32 +248,16 @@ class AnthropicTranslator:
             kind = event
         if event == "error" or kind == "error":
             raise self._error_event(data)
-        if kind == "ping" or kind is None:
-            return []
         if kind == "message_start":
-            return self._message_start(data)
+            self._message_start(data)
+            return []
+        handler = _HANDLERS.get(kind) if kind is not None else None
+        if handler is None:
+            return []  # a ping, or an event type added after this adapter was written
         if not self._started:
-            if kind in (
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "message_delta",
-                "message_stop",
-            ):
-                raise _malformed(f"Anthropic stream sent {kind} before message_start", self.request_id)
-            return []
-        if kind == "content_block_start":
-            return self._block_start(data)
-        if kind == "content_block_delta":
-            return self._block_delta(data)
-        if kind == "content_block_stop":
-            return self._block_stop(data)
-        if kind == "message_delta":
-            self._message_delta(data)
-            return []
-        if kind == "message_stop":
-            return self._message_stop()
-        return []  # an event type added after this adapter was written
+            raise _malformed(f"Anthropic stream sent {kind} before message_start", self.request_id)
+        handler(self, data)
+        return self._writer.take()
 
     def close(self) -> None:
         """Call at the end of the byte stream: raises ``STREAM_CLOSED`` unless ``message_stop`` came."""
@@ -283,7 +277,7 @@ class AnthropicTranslator:
             request_id=self.request_id,
         )
 
-    def _message_start(self, data: dict[str, Any]) -> list[AnyChunk]:
+    def _message_start(self, data: dict[str, Any]) -> None:
         if self._started:
             raise _malformed("Anthropic stream sent a second message_start", self.request_id)
         message = data.get("message")
@@ -293,7 +287,6 @@ class AnthropicTranslator:
         usage = message.get("usage")
         if isinstance(usage, dict):
             self._read_usage(usage)
-        return []
 
     def _read_usage(self, usage: dict[str, Any]) -> None:
         # message_delta counts are cumulative: a present count replaces the
@@ -349,7 +342,7 @@ class AnthropicTranslator:
             raise _malformed(f"{event} without an integer index", self.request_id)
         return index
 
-    def _block_start(self, data: dict[str, Any]) -> list[AnyChunk]:
+    def _block_start(self, data: dict[str, Any]) -> None:
         wire_index = self._wire_index(data, "content_block_start")
         if wire_index in self._blocks:
             raise _malformed(f"content_block_start for index {wire_index} twice", self.request_id)
@@ -362,32 +355,15 @@ class AnthropicTranslator:
             if wire_type == "redacted_thinking" and isinstance(content.get("data"), str):
                 self._redacted.append(content["data"])
             self._blocks[wire_index] = None
-            return []
-        block = _Block(kind=kind)
-        self._blocks[wire_index] = block
-        if kind == "tool-call":
-            call_id = content.get("id")
-            name = content.get("name")
-            if not isinstance(name, str) or not name:
-                # Every tool_use names its tool; without one the call cannot be routed.
-                raise _malformed(f"tool_use block {wire_index} without a name", self.request_id)
-            block.call_id = call_id if isinstance(call_id, str) else ""
-            block.name = name
-            initial = content.get("input")
-            if isinstance(initial, dict) and initial:
-                block.initial_input = json.dumps(initial, ensure_ascii=False)
+            return
+        if kind == TOOL_CALL:
+            block = _tool_block(content, wire_index, self.request_id)
         else:
-            initial_text = content.get("text" if kind == "text" else "thinking")
-            if isinstance(initial_text, str) and initial_text:
-                block.pending.append(initial_text)
-            signature = content.get("signature")
-            if kind == "reasoning" and isinstance(signature, str) and signature:
-                block.signature = signature
+            block = _text_block(kind, content)
+        self._blocks[wire_index] = block
         self._queue.append(block)
-        out: list[AnyChunk] = []
         if len(self._queue) == 1:
-            self._emit_head(out)
-        return out
+            self._emit_head()
 
     def _started_block(self, data: dict[str, Any], event: str) -> tuple[int, _Block | None]:
         """The wire index an event names and its block (None: a skipped block type); it must be started."""
@@ -396,51 +372,55 @@ class AnthropicTranslator:
             raise _malformed(f"{event} for index {wire_index}, never started", self.request_id)
         return wire_index, self._blocks[wire_index]
 
-    def _block_delta(self, data: dict[str, Any]) -> list[AnyChunk]:
+    def _block_delta(self, data: dict[str, Any]) -> None:
         wire_index, block = self._started_block(data, "content_block_delta")
         if block is None:
-            return []  # a skipped block type
+            return  # a skipped block type
         if block.stopped:
             raise _malformed(f"content_block_delta for index {wire_index} after its stop", self.request_id)
         delta = data.get("delta")
         if not isinstance(delta, dict):
             raise _malformed("content_block_delta without a delta object", self.request_id)
-        delta_type = delta.get("type")
-        kind = _DELTA_KINDS.get(delta_type) if isinstance(delta_type, str) else None
-        if kind is None:
-            return []
-        if kind != block.kind:
-            message = f"{delta_type} sent to a {block.kind} block (index {wire_index})"
-            raise _malformed(message, self.request_id)
+        delta_type = self._delta_type(delta, block, wire_index)
+        if delta_type is None:
+            return
         if delta_type == "signature_delta":
             signature = delta.get("signature")
             if isinstance(signature, str):
                 block.signature = signature
-            return []
+            return
         key = _DELTA_FIELDS[str(delta_type)]
         piece = delta.get(key)
         if not isinstance(piece, str):
             raise _malformed(f"{delta_type} without a string {key!r}", self.request_id)
         if not piece:
-            return []
+            return
         if block is not self._queue[0]:
             block.pending.append(piece)  # waits until the blocks before it end
-            return []
-        block.parts.append(piece)
-        return [self._delta(block, piece)]
+            return
+        self._write(block, piece)
 
-    def _block_stop(self, data: dict[str, Any]) -> list[AnyChunk]:
+    def _delta_type(self, delta: dict[str, Any], block: _Block, wire_index: int) -> str | None:
+        """The delta's wire type when it is one we show (None: ignored); it must suit the block."""
+        delta_type = delta.get("type")
+        kind = _DELTA_KINDS.get(delta_type) if isinstance(delta_type, str) else None
+        if kind is None:
+            return None
+        if kind != block.kind:
+            message = f"{delta_type} sent to a {block.kind} block (index {wire_index})"
+            raise _malformed(message, self.request_id)
+        return str(delta_type)
+
+    def _block_stop(self, data: dict[str, Any]) -> None:
         wire_index, block = self._started_block(data, "content_block_stop")
         if block is None:
-            return []
+            return
         if block.stopped:
             raise _malformed(f"content_block_stop for index {wire_index} twice", self.request_id)
         block.stopped = True
-        out: list[AnyChunk] = []
-        self._drain(out)
-        return out
+        self._drain()
 
-    def _message_delta(self, data: dict[str, Any]) -> None:
+    def _message_delta(self, data: dict[str, Any]) -> None:  # (usage and stop reason: no chunks)
         delta = data.get("delta")
         if isinstance(delta, dict):
             stop_reason = delta.get("stop_reason")
@@ -450,30 +430,45 @@ class AnthropicTranslator:
         if isinstance(usage, dict):
             self._read_usage(usage)
 
-    def _message_stop(self) -> list[AnyChunk]:
+    def _message_stop(self, data: dict[str, Any]) -> None:
         if self._stop_reason is None:
             raise _malformed("message_stop without a stop_reason (no message_delta)", self.request_id)
-        out: list[AnyChunk] = []
         # A block the wire never stopped ends with the message.
         for block in self._queue:
             block.stopped = True
-        self._drain(out)
+        self._drain()
         reason = map_stop_reason(self._stop_reason)
-        calls = [b for b in self._emitted if b.kind == "tool-call"]
+        calls = [b for b in self._emitted if b.kind == TOOL_CALL]
         if reason.kind in ("stop", "tool-calls"):
-            bad = [b for b in calls if not _is_json_object("".join(b.parts))]
-            if bad:
-                raise _malformed(
-                    f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
-                    self.request_id,
-                )
-        paused = self._stop_reason == "pause_turn"
-        has_content = any(b.kind == "tool-call" or "".join(b.parts) for b in self._emitted)
+            self._check_arguments(calls)
+        has_content = any(b.kind == TOOL_CALL or "".join(b.parts) for b in self._emitted)
+        reason = self._final_reason(reason, has_content, bool(calls))
+        self._writer.finish(reason, self.usage(), self._final_state(has_content))
+        self.done = True
+
+    def _final_state(self, has_content: bool) -> dict[str, Any] | None:
+        """The finish's replay state, marked ``pauseTurn`` when the turn is to be continued."""
+        state = self.replay_state()
         # A pause with nothing to send back (only block types we skip) cannot be continued
         # from our message: it is the same empty response as an end_turn without content.
-        paused = paused and has_content
+        if self._stop_reason == "pause_turn" and has_content:
+            # Not a failure: the client sends the assistant message back to continue the turn.
+            state = {**(state or {}), PAUSE_TURN_KEY: True}
+        return state
+
+    def _check_arguments(self, calls: list[_Block]) -> None:
+        """A call the model completed must carry a JSON object (``MALFORMED_RESPONSE`` if not)."""
+        bad = [b for b in calls if not _is_json_object("".join(b.parts))]
+        if bad:
+            raise _malformed(
+                f"tool call {bad[0].name!r} ({bad[0].call_id}) arguments are not a JSON object",
+                self.request_id,
+            )
+
+    def _final_reason(self, reason: FinishReason, has_content: bool, has_calls: bool) -> FinishReason:
+        """The finish reason as sent: an empty ``stop`` is ``EMPTY_RESPONSE``, a failure names the request."""
         if reason.kind == "stop" and not has_content:
-            reason = FinishReason(
+            return FinishReason(
                 kind="error",
                 failure=LlmFailure(
                     message="the model returned a completed response with no content",
@@ -481,20 +476,14 @@ class AnthropicTranslator:
                     request_id=self.request_id,
                 ),
             )
-        elif reason.kind == "tool-calls" and not calls:
+        if reason.kind == "tool-calls" and not has_calls:
             raise _malformed("stop_reason tool_use without any tool_use block", self.request_id)
-        elif reason.failure is not None and self.request_id is not None:
-            reason = FinishReason(
+        if reason.failure is not None and self.request_id is not None:
+            return FinishReason(
                 kind=reason.kind,
                 failure=reason.failure.model_copy(update={"request_id": self.request_id}),
             )
-        state = self.replay_state()
-        if paused:  # not a failure: the client sends the assistant message back to continue the turn
-            state = {**(state or {}), PAUSE_TURN_KEY: True}
-        out.append(Usage(usage=self.usage()))
-        out.append(Finish(reason=reason, replay_state=state))
-        self.done = True
-        return out
+        return reason
 
     # --- results --------------------------------------------------------------
 
@@ -536,64 +525,76 @@ class AnthropicTranslator:
 
     # --- emission -------------------------------------------------------------
 
-    def _emit_head(self, out: list[AnyChunk]) -> None:
-        """Open the head block of the queue and flush what it buffered."""
+    def _emit_head(self) -> None:
+        """Open the head block of the queue and write what it buffered."""
         block = self._queue[0]
-        block.index = self._next_index
-        self._next_index += 1
+        writer = self._writer
+        if block.kind == TOOL_CALL:
+            block.index = writer.open_tool(block.call_id or None, block.name)
+            block.call_id = writer.call_id or ""
+        else:
+            block.index = writer.open(block.kind)
         self._emitted.append(block)
-        out.append(BlockStart(index=block.index, block_type=block.kind))
         if block.pending:
             # Buffered pieces go out as one delta: the block was not live while they arrived.
             piece = "".join(block.pending)
             block.pending.clear()
-            block.parts.append(piece)
-            out.append(self._delta(block, piece))
+            self._write(block, piece)
 
-    def _drain(self, out: list[AnyChunk]) -> None:
+    def _drain(self) -> None:
         """End every stopped block at the head of the queue, opening the next ones."""
         while self._queue and self._queue[0].stopped:
             block = self._queue.pop(0)
-            self._end(block, out)
+            if block.kind == TOOL_CALL and not block.parts:
+                # No input_json_delta at all: the start event's input (usually {}) is the arguments.
+                self._write(block, block.initial_input)
+            self._writer.close()
             if self._queue:
-                self._emit_head(out)
+                self._emit_head()
 
-    def _delta(self, block: _Block, piece: str) -> AnyChunk:
-        if block.kind == "text":
-            return trusted(TextDelta, {"type": "text-delta", "index": block.index, "text": piece})
-        if block.kind == "reasoning":
-            return trusted(ReasoningDelta, {"type": "reasoning-delta", "index": block.index, "text": piece})
-        if not block.call_id:
-            # The wire never sent an id: make one up, unique in the stream.
-            block.call_id = f"toolu_chunkscope_{block.index}"
-        name = None
-        if not block.named:
-            name = block.name or None
-            block.named = True
-        return trusted(
-            ToolCallDelta,
-            {
-                "type": "tool-call-delta",
-                "index": block.index,
-                "id": block.call_id,
-                "name": name,
-                "arguments_delta": piece,
-            },
-        )
-
-    def _end(self, block: _Block, out: list[AnyChunk]) -> None:
-        if block.kind == "tool-call" and not block.parts:
-            # No input_json_delta at all: the start event's input (usually {}) is the arguments.
-            block.parts.append(block.initial_input)
-            out.append(self._delta(block, block.initial_input))
-        text = "".join(block.parts)
-        if block.kind == "text":
-            out.append(BlockEnd(index=block.index, block=TextBlock(text=text)))
-        elif block.kind == "reasoning":
-            out.append(BlockEnd(index=block.index, block=ReasoningBlock(text=text)))
+    def _write(self, block: _Block, piece: str) -> None:
+        """Write a piece of the live block (text, thinking or argument JSON)."""
+        block.parts.append(piece)
+        if block.kind == TOOL_CALL:
+            self._writer.tool_call(fragment=piece)
         else:
-            tool = ToolCallBlock(id=block.call_id, name=block.name, arguments=text)
-            out.append(BlockEnd(index=block.index, block=tool))
+            self._writer.text(block.kind, piece)
+
+
+def _tool_block(content: dict[str, Any], wire_index: int, request_id: str | None) -> _Block:
+    """A ``tool_use`` block from its start event: id, name, and the input it starts with."""
+    name = content.get("name")
+    if not isinstance(name, str) or not name:
+        # Every tool_use names its tool; without one the call cannot be routed.
+        raise _malformed(f"tool_use block {wire_index} without a name", request_id)
+    call_id = content.get("id")
+    block = _Block(kind=TOOL_CALL, call_id=call_id if isinstance(call_id, str) else "", name=name)
+    initial = content.get("input")
+    if isinstance(initial, dict) and initial:
+        block.initial_input = json.dumps(initial, ensure_ascii=False)
+    return block
+
+
+def _text_block(kind: _Kind, content: dict[str, Any]) -> _Block:
+    """A ``text`` or ``thinking`` block from its start event: the text and signature it starts with."""
+    block = _Block(kind=kind)
+    initial_text = content.get("text" if kind == "text" else "thinking")
+    if isinstance(initial_text, str) and initial_text:
+        block.pending.append(initial_text)
+    signature = content.get("signature")
+    if kind == "reasoning" and isinstance(signature, str) and signature:
+        block.signature = signature
+    return block
+
+
+_HANDLERS: dict[str, Callable[[AnthropicTranslator, dict[str, Any]], None]] = {
+    "content_block_start": AnthropicTranslator._block_start,
+    "content_block_delta": AnthropicTranslator._block_delta,
+    "content_block_stop": AnthropicTranslator._block_stop,
+    "message_delta": AnthropicTranslator._message_delta,
+    "message_stop": AnthropicTranslator._message_stop,
+}
+"""What each event of a started message does (other events write nothing)."""
 
 
 _ITERATION_COUNTS = (

@@ -45,24 +45,18 @@ from typing import Any
 
 from chunkscope.protocol import (
     AnyChunk,
-    BlockEnd,
-    BlockStart,
-    Finish,
     FinishReason,
     LlmError,
     LlmFailure,
-    ReasoningBlock,
     ReasoningDelta,
-    TextBlock,
     TextDelta,
     TokenUsage,
-    ToolCallBlock,
     ToolCallDelta,
-    Usage,
 )
 from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 from chunkscope.protocol._words import type_phrase
 
+from .._blocks import REASONING, TEXT, BlockWriter
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
@@ -75,14 +69,6 @@ _DONE = "[DONE]"
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
-# Output states: which kind of block is open.
-_NONE, _TEXT, _REASONING, _TOOL = 0, 1, 2, 3
-_BLOCK_TYPES = {_TEXT: "text", _REASONING: "reasoning", _TOOL: "tool-call"}
-# Per text-like kind: the delta model and type, the block model.
-_TEXTUAL: dict[int, tuple[type[AnyChunk], str, type[TextBlock | ReasoningBlock]]] = {
-    _TEXT: (TextDelta, "text-delta", TextBlock),
-    _REASONING: (ReasoningDelta, "reasoning-delta", ReasoningBlock),
-}
 
 
 def _no_fast(obj: Any) -> None:
@@ -102,12 +88,12 @@ def _detail_texts(details: Any) -> Iterator[str]:
             yield _expect_str(text, "delta.reasoning_details[] text")
 
 
-def _content_parts(parts: list[Any]) -> Iterator[tuple[int, str]]:
+def _content_parts(parts: list[Any]) -> Iterator[tuple[str, str]]:
     """(kind, text) from ``delta.content`` given as typed parts; unknown part types carry no text."""
     for part in parts:
         if type(part) is str:
             if part:
-                yield _TEXT, part
+                yield TEXT, part
             continue
         if type(part) is not dict:
             raise TypeError("delta.content[] part is not an object")
@@ -115,18 +101,23 @@ def _content_parts(parts: list[Any]) -> Iterator[tuple[int, str]]:
         if kind == "text":
             text = part.get("text")
             if text:
-                yield _TEXT, _expect_str(text, "delta.content[].text")
+                yield TEXT, _expect_str(text, "delta.content[].text")
         elif kind == "thinking":
-            thinking = part.get("thinking")
-            if type(thinking) is str:
-                if thinking:
-                    yield _REASONING, thinking
-            elif type(thinking) is list:
-                for inner in thinking:
-                    if type(inner) is dict and inner.get("type") == "text" and inner.get("text"):
-                        yield _REASONING, _expect_str(inner["text"], "delta.content[].thinking[].text")
-            elif thinking is not None:
-                raise TypeError("delta.content[].thinking is neither a string nor a list")
+            for thought in _thinking_texts(part.get("thinking")):
+                yield REASONING, thought
+
+
+def _thinking_texts(thinking: Any) -> Iterator[str]:
+    """The texts of a ``thinking`` part: a string, or a list of ``{"type": "text", "text"}``."""
+    if type(thinking) is str:
+        if thinking:
+            yield thinking
+    elif type(thinking) is list:
+        for inner in thinking:
+            if type(inner) is dict and inner.get("type") == "text" and inner.get("text"):
+                yield _expect_str(inner["text"], "delta.content[].thinking[].text")
+    elif thinking is not None:
+        raise TypeError("delta.content[].thinking is neither a string nor a list")
 
 
 _OPEN_TAG = "<think>"
@@ -173,20 +164,20 @@ class _ThinkSplitter:
 
 
 class _Call:
-    """One wire tool call (by wire index) on its way to becoming a block."""
+    """One wire tool call (by wire index): what it gathered while it waited its turn.
 
-    __slots__ = ("block", "closed", "held", "id", "name", "name_sent", "parts", "queued", "wire_index")
+    Once it goes live the block writer holds its state; the record keeps only whether it ended.
+    """
+
+    __slots__ = ("closed", "id", "name", "parts", "queued", "wire_index")
 
     def __init__(self, wire_index: int) -> None:
         self.wire_index = wire_index
         self.id: str | None = None
         self.name: str | None = None
-        self.parts: list[str] = []  # every argument fragment, in order
-        self.held = 0  # how many of ``parts`` have been emitted (the rest wait for the id or the turn)
-        self.block: int | None = None  # output block index once opened
+        self.parts: list[str] = []  # argument fragments that arrived before the call went live
         self.closed = False
         self.queued = False
-        self.name_sent = False
 
 
 def _malformed(label: str, what: str) -> LlmError:
@@ -209,6 +200,10 @@ class OpenAITranslator:
     reasoning (R1-style servers), also when a tag is split across deltas.
     ``fast=False`` turns off the fast path for the common event (the result
     is the same; a property test checks that).
+
+    The chunks are written by the shared ``BlockWriter``; this class maps the wire's
+    fields and keeps one policy of its own: the live tool call holds back everything
+    else until its arguments are complete (``queue``).
     """
 
     def __init__(
@@ -227,32 +222,35 @@ class OpenAITranslator:
         self.think = _ThinkSplitter() if think_tags else None
         self._fast = self.fast if fast and not think_tags else _no_fast
         self.plain_reasoning = False  # reasoning_content/reasoning seen: reasoning_details are a copy
-        self.out: list[AnyChunk] = []
-        self.next_index = 0
-        self.open = _NONE
-        self.open_index = -1
-        self.parts: list[str] = []  # the open text/reasoning block's deltas
+        self.blocks = BlockWriter("call-", lambda message: _malformed(self.label, message))
         self.live: _Call | None = None  # the open tool call
         self.calls: dict[int, _Call] = {}
-        self.queue: list[tuple[int, str] | _Call] = []  # buffered pieces, in arrival order
-        self.ids: set[str] = set()
+        self.queue: list[tuple[str, str] | _Call] = []  # buffered pieces, in arrival order
         self.pending_finish: FinishReason | None = None
         self.usage: TokenUsage | None = None
-
-    # -- one payload --
 
     # -- one event --
 
     def feed(self, event: tuple[str, str]) -> list[AnyChunk]:
-        """The chunks one SSE event completes (raises ``LlmError``; see ``salvage``)."""
+        """The chunks one SSE event completes.
+
+        Args:
+            event: ``(event name, data text)``; an empty data text is skipped.
+
+        Returns:
+            The chunks, maybe none; after ``[DONE]`` always none.
+
+        Raises:
+            LlmError: an ``error`` object, a payload that is not JSON or not the wire shape
+                (``MALFORMED_RESPONSE``); the chunks written before it are in ``salvage()``.
+        """
         data = event[1]
         if self.done or not data:
             return []
         if data == _DONE:
             self._finish()
             self.done = True
-            out, self.out = self.out, []
-            return out
+            return self.blocks.take()
         try:
             obj, end = _scan_json(data, 0)
             if end != len(data) and data[end:].strip():
@@ -268,19 +266,28 @@ class OpenAITranslator:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
             raise _malformed(self.label, f"{type(exc).__name__}: {exc}") from exc
-        out, self.out = self.out, []
-        return out
+        return self.blocks.take()
 
     def end(self) -> list[AnyChunk]:
-        """The body ended: ``[]`` after ``[DONE]``, else ``LlmError`` ``STREAM_CLOSED``."""
+        """The body ended.
+
+        Returns:
+            ``[]`` (everything went out at ``[DONE]``).
+
+        Raises:
+            LlmError: ``STREAM_CLOSED`` when ``[DONE]`` never came.
+        """
         if not self.done:
             raise LlmError(f"{self.label} ended the event stream without [DONE]", "STREAM_CLOSED")
         return []
 
     def salvage(self) -> list[AnyChunk]:
-        """The chunks an event produced before the failure it raised (valid output; taken once)."""
-        out, self.out = self.out, []
-        return out
+        """The chunks an event wrote before the failure it raised (valid output; taken once).
+
+        Returns:
+            The chunks, maybe none.
+        """
+        return self.blocks.take()
 
     def _parse_slowly(self, data: str) -> Any:
         """``json.loads(data)`` (it allows leading whitespace), or ``MALFORMED_RESPONSE`` saying why not."""
@@ -296,7 +303,13 @@ class OpenAITranslator:
     def fast(self, obj: Any) -> AnyChunk | None:
         """The chunk for the common event — one choice whose delta continues the open
         block (text, reasoning, or the live tool call's arguments) — or None: then
-        ``feed`` handles the event in full (None is always safe: ``feed`` is the reference)."""
+        ``feed`` handles the event in full (None is always safe: ``feed`` is the reference).
+
+        Hand-shaped on purpose (measured in benchmarks/bench_adapters.py): it reads the
+        writer's open block and appends to it directly, where ``BlockWriter.text`` would
+        add a call and a dictionary look-up to every event of the stream.
+        """
+        blocks = self.blocks
         try:
             [choice] = obj["choices"]  # exactly one choice, else ValueError: the full path
             # ``"error" in obj``, not ``.get``: cheaper, and a null error merely takes the full path.
@@ -309,7 +322,7 @@ class OpenAITranslator:
             if text:
                 # Text continuing the open text block, and nothing else in the delta.
                 if (
-                    self.open != _TEXT
+                    blocks.kind != TEXT
                     or type(text) is not str
                     or delta.get("reasoning_content")
                     or delta.get("reasoning")
@@ -317,8 +330,8 @@ class OpenAITranslator:
                     or delta.get("reasoning_details")
                 ):
                     return None
-                self.parts.append(text)
-                return trusted(TextDelta, {"type": "text-delta", "index": self.open_index, "text": text})
+                blocks.parts.append(text)
+                return trusted(TextDelta, {"type": "text-delta", "index": blocks.index, "text": text})
             thought = delta.get("reasoning_content")
             if thought is None:
                 thought = delta.get("reasoning")
@@ -329,20 +342,21 @@ class OpenAITranslator:
                 return self._fast_tool(calls[0])
         except (KeyError, TypeError, AttributeError, IndexError, ValueError):
             return None  # not the common shape: ``feed`` says precisely what is wrong
-        if thought and self.open == _REASONING and type(thought) is str:
+        if thought and blocks.kind == REASONING and type(thought) is str:
             self.plain_reasoning = True
-            self.parts.append(thought)
+            blocks.parts.append(thought)
             return trusted(
-                ReasoningDelta, {"type": "reasoning-delta", "index": self.open_index, "text": thought}
+                ReasoningDelta, {"type": "reasoning-delta", "index": blocks.index, "text": thought}
             )
         return None
 
     def _fast_tool(self, call: Any) -> AnyChunk | None:
         live = self.live
-        # Only a plain argument fragment for the live call, all earlier fragments sent.
-        if live is None or not live.name_sent or live.held != len(live.parts):
+        blocks = self.blocks
+        # Only a plain argument fragment for the live call, its name sent, nothing held.
+        if live is None or not blocks.named or blocks.held:
             return None
-        if call.get("index") != live.wire_index or call.get("id") not in (None, live.id):
+        if call.get("index") != live.wire_index or call.get("id") not in (None, blocks.call_id):
             return None
         function = call.get("function")
         if function.get("name") is not None:
@@ -350,14 +364,13 @@ class OpenAITranslator:
         fragment = function.get("arguments")
         if type(fragment) is not str or not fragment:
             return None
-        live.parts.append(fragment)
-        live.held += 1
+        blocks.parts.append(fragment)
         return trusted(
             ToolCallDelta,
             {
                 "type": "tool-call-delta",
-                "index": live.block,
-                "id": live.id,
+                "index": blocks.index,
+                "id": blocks.call_id,
                 "name": None,
                 "arguments_delta": fragment,
             },
@@ -378,25 +391,13 @@ class OpenAITranslator:
     def _choice(self, choice: Any) -> None:
         delta = choice.get("delta")
         if delta:
-            reasoning = delta.get("reasoning_content")
-            if reasoning is None:
-                reasoning = delta.get("reasoning")
-            if reasoning:
-                self.plain_reasoning = True
-                self._piece(_REASONING, _expect_str(reasoning, "delta.reasoning_content"))
-            elif not self.plain_reasoning:
-                # OpenRouter-style ``reasoning_details``: read only when no plain reasoning is
-                # sent (gateways that send both send the same text twice).
-                details = delta.get("reasoning_details")
-                if details:
-                    for text in _detail_texts(details):
-                        self._piece(_REASONING, text)
+            self._reasoning(delta)
             content = delta.get("content")
             if content:
                 if type(content) is list:
                     # Typed parts (Mistral's reasoning models): thinking parts and text parts.
                     for kind, text in _content_parts(content):
-                        self._text_or_think(text) if kind == _TEXT else self._piece(kind, text)
+                        self._text_or_think(text) if kind == TEXT else self._piece(kind, text)
                 else:
                     self._text_or_think(_expect_str(content, "delta.content"))
             for position, call in enumerate(delta.get("tool_calls") or ()):
@@ -406,186 +407,123 @@ class OpenAITranslator:
             self.pending_finish = _finish_reason(_expect_str(reason, "finish_reason"))
             self._flush()
 
+    def _reasoning(self, delta: Any) -> None:
+        reasoning = delta.get("reasoning_content")
+        if reasoning is None:
+            reasoning = delta.get("reasoning")
+        if reasoning:
+            self.plain_reasoning = True
+            self._piece(REASONING, _expect_str(reasoning, "delta.reasoning_content"))
+        elif not self.plain_reasoning:
+            # OpenRouter-style ``reasoning_details``: read only when no plain reasoning is
+            # sent (gateways that send both send the same text twice).
+            details = delta.get("reasoning_details")
+            if details:
+                for text in _detail_texts(details):
+                    self._piece(REASONING, text)
+
     def _raise_error(self, error: Any) -> None:
         raise stream_error(error, label=self.label, secrets=self.secrets, request_id=self.request_id)
 
     def _text_or_think(self, text: str) -> None:
         think = self.think
         if think is None:
-            self._piece(_TEXT, text)
+            self._piece(TEXT, text)
             return
         for kind, piece in think.split(text):
-            self._piece(_REASONING if kind else _TEXT, piece)
+            self._piece(REASONING if kind else TEXT, piece)
 
     # -- text and reasoning --
 
-    def _piece(self, kind: int, text: str) -> None:
-        if self.open != kind or self.queue:
-            if self.queue or (self.live is not None and not self._live_complete()):
+    def _blocked(self) -> bool:
+        """True while a new block must wait: earlier pieces wait, or the live call is incomplete."""
+        return bool(self.queue) or (self.live is not None and not self._live_complete())
+
+    def _piece(self, kind: str, text: str) -> None:
+        if self.blocks.kind != kind or self.queue:
+            if self._blocked():
                 self.queue.append((kind, text))
                 return
-            self._close()  # (closing a text block empties ``parts``)
-            self._open(kind)
-        self.parts.append(text)
-        delta_type, type_name, _ = _TEXTUAL[kind]
-        self.out.append(trusted(delta_type, {"type": type_name, "index": self.open_index, "text": text}))
-
-    def _open(self, kind: int) -> int:
-        """Open the next block, of ``kind``; return its index."""
-        index = self.next_index
-        self.next_index += 1
-        self.open = kind
-        self.open_index = index
-        self.out.append(
-            trusted(BlockStart, {"type": "block-start", "index": index, "block_type": _BLOCK_TYPES[kind]})
-        )
-        return index
+            self._close()
+        self.blocks.text(kind, text)
 
     # -- tool calls --
 
     def _tool(self, position: int, call: Any) -> None:
-        wire_index = call.get("index", position)
-        if type(wire_index) is not int:
-            raise _malformed(self.label, f"tool_calls[{position}].index is not an integer")
-        record = self.calls.get(wire_index)
-        if record is None:
-            record = self.calls[wire_index] = _Call(wire_index)
-        call_id = call.get("id")
-        if call_id is not None:
-            call_id = _expect_str(call_id, "tool_calls[].id")
-        function = call.get("function") or {}
-        name = function.get("name")
-        if name is not None:
-            name = _expect_str(name, "tool_calls[].function.name")
-        fragment = function.get("arguments")
-        if fragment is not None:
-            fragment = _expect_str(fragment, "tool_calls[].function.arguments")
-
+        record = self._record(position, call)
+        call_id, name, fragment = _call_fields(call)
         if record.closed:
             if fragment and fragment.strip():
                 raise _malformed(
                     self.label,
-                    f"tool call {wire_index} received more arguments after its JSON was complete and "
-                    "another block had begun",
+                    f"tool call {record.wire_index} received more arguments after its JSON was complete "
+                    "and another block had begun",
                 )
             return
         if call_id and record.id is None:
             record.id = call_id
-            self.ids.add(call_id)
+            self.blocks.reserve_id(call_id)
         if name and not record.name:
             record.name = name
+        if record is self.live:
+            self.blocks.tool_call(call_id or None, name, fragment or "")
+        else:
+            self._waiting_tool(record, fragment)
+
+    def _waiting_tool(self, record: _Call, fragment: str | None) -> None:
+        """A call that is not live gathers its fragment; a new one goes live, or waits its turn."""
         if fragment:
             record.parts.append(fragment)
-
-        if record is self.live:
-            self._emit_live(record)
-            return
         if record.queued:
             return
         # A new call: it goes live if nothing blocks it, else it waits its turn.
-        if self.queue or (self.live is not None and not self._live_complete()):
+        if self._blocked():
             record.queued = True
             self.queue.append(record)
             return
         self._close()
         self._open_tool(record)
 
+    def _record(self, position: int, call: Any) -> _Call:
+        """The record of the wire call a ``tool_calls[]`` entry continues (by its index), or a new one."""
+        wire_index = call.get("index", position)
+        if type(wire_index) is not int:
+            raise _malformed(self.label, f"tool_calls[{position}].index is not an integer")
+        record = self.calls.get(wire_index)
+        if record is None:
+            record = self.calls[wire_index] = _Call(wire_index)
+        return record
+
     def _open_tool(self, record: _Call) -> None:
-        record.block = self._open(_TOOL)
+        blocks = self.blocks
+        blocks.open_tool(record.id, record.name, key=record.wire_index, id_may_follow=True)
         self.live = record
-        self._emit_live(record)
-
-    def _emit_live(self, record: _Call) -> None:
-        # Fragments wait until the call has an id (a late id arrives with a later fragment).
-        if record.id is None:
-            return
-        parts = record.parts
-        while record.held < len(parts):
-            self._delta(record, parts[record.held])
-            record.held += 1
-
-    def _delta(self, record: _Call, fragment: str) -> None:
-        name: str | None = None
-        if not record.name_sent and record.name:
-            name = record.name
-            record.name_sent = True
-        self.out.append(
-            trusted(
-                ToolCallDelta,
-                {
-                    "type": "tool-call-delta",
-                    "index": record.block,
-                    "id": record.id,
-                    "name": name,
-                    "arguments_delta": fragment,
-                },
-            )
-        )
+        for fragment in record.parts:
+            blocks.tool_call(fragment=fragment)
+        record.parts = []
 
     def _live_complete(self) -> bool:
         """True when the live call can end now: it has an id and its arguments are a JSON object."""
-        live = self.live
-        if live is None or live.id is None or not live.name:
+        blocks = self.blocks
+        if blocks.call_id is None or not blocks.name:
             return False
         try:
-            return isinstance(loads("".join(live.parts)), dict)
+            return isinstance(loads(blocks.tool_arguments()), dict)
         except ValueError:
             return False
-
-    def _close_tool(self, record: _Call) -> None:
-        if not record.name:
-            raise _malformed(self.label, f"tool call {record.wire_index} has no function name")
-        if record.id is None:
-            # Closed only once the wire finished (an id-less call never completes early), so every
-            # wire id is known by now: the made-up one cannot collide with a later one.
-            made_up = f"call-{record.block}"
-            while made_up in self.ids:
-                made_up += "_"
-            record.id = made_up
-            self.ids.add(made_up)
-        if not "".join(record.parts).strip():
-            record.parts.append("{}")  # a call without arguments: empty text is not JSON
-        self._emit_live(record)
-        if not record.name_sent:
-            self._delta(record, "")  # the name came on a fragment without arguments
-        record.closed = True
-        self.out.append(
-            trusted(
-                BlockEnd,
-                {
-                    "type": "block-end",
-                    "index": record.block,
-                    "block": trusted(
-                        ToolCallBlock,
-                        {
-                            "type": "tool-call",
-                            "id": record.id,
-                            "name": record.name,
-                            "arguments": "".join(record.parts),
-                        },
-                    ),
-                },
-            )
-        )
 
     # -- closing --
 
     def _close(self) -> None:
-        """Close the open block, if any."""
-        kind = self.open
-        if kind == _NONE:
-            return
-        if kind == _TOOL:
-            live = self.live
-            assert live is not None
+        """Close the open block, if any (a call without arguments gets ``{}``: empty text is not JSON)."""
+        blocks = self.blocks
+        live = self.live
+        if live is not None:
             self.live = None
-            self.open = _NONE
-            self._close_tool(live)
-            return
-        block = trusted(_TEXTUAL[kind][2], {"type": _BLOCK_TYPES[kind], "text": "".join(self.parts)})
-        self.out.append(trusted(BlockEnd, {"type": "block-end", "index": self.open_index, "block": block}))
-        self.open = _NONE
-        self.parts = []
+            live.closed = True
+            if blocks.name and not blocks.tool_arguments().strip():
+                blocks.tool_call(fragment="{}")
+        blocks.close()
 
     def _flush(self) -> None:
         """Close the open block and emit everything buffered, in arrival order."""
@@ -598,24 +536,36 @@ class OpenAITranslator:
                 item.queued = False
             else:
                 kind, text = item
-                if self.open != kind:
+                if self.blocks.kind != kind:
                     self._close()
-                    self._open(kind)
-                self._piece(kind, text)
+                self.blocks.text(kind, text)
         self._close()
 
     def _finish(self) -> None:
         """The wire said ``[DONE]``: close everything, then usage, then the finish chunk."""
         if self.think is not None:
             for kind, piece in self.think.flush():
-                self._piece(_REASONING if kind else _TEXT, piece)
+                self._piece(REASONING if kind else TEXT, piece)
         self._flush()
-        if self.usage is not None:
-            self.out.append(trusted(Usage, {"type": "usage", "usage": self.usage}))
         reason = self.pending_finish or _STOP
-        if reason.kind == "stop" and self.next_index == 0:
+        if reason.kind == "stop" and self.blocks.next_index == 0:
             reason = _EMPTY  # no block at all: an empty response, not a success
-        self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": None}))
+        self.blocks.finish(reason, self.usage)
+
+
+def _call_fields(call: Any) -> tuple[str | None, str | None, str | None]:
+    """A wire tool-call entry's id, function name and argument fragment, each checked a string."""
+    call_id = call.get("id")
+    if call_id is not None:
+        call_id = _expect_str(call_id, "tool_calls[].id")
+    function = call.get("function") or {}
+    name = function.get("name")
+    if name is not None:
+        name = _expect_str(name, "tool_calls[].function.name")
+    fragment = function.get("arguments")
+    if fragment is not None:
+        fragment = _expect_str(fragment, "tool_calls[].function.arguments")
+    return call_id, name, fragment
 
 
 _STOP = FinishReason(kind="stop")
@@ -661,18 +611,22 @@ def _count(usage: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
+def _detail(usage: Mapping[str, Any], details: str, key: str) -> int | None:
+    """A count inside one of usage's ``*_details`` objects (None when either is absent)."""
+    inner = usage.get(details)
+    return _count(inner, key) if type(inner) is dict else None
+
+
 def _usage(usage: Any) -> TokenUsage:
     """Disjoint counts from wire usage: the cache hits that ``prompt_tokens`` includes are taken out."""
     if type(usage) is not dict:
         raise TypeError("usage is not an object")
     prompt = _count(usage, "prompt_tokens") or 0
     completion = _count(usage, "completion_tokens") or 0
-    details = usage.get("prompt_tokens_details")
-    cached = _count(details, "cached_tokens") if type(details) is dict else None
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
     if cached is None:
         cached = _count(usage, "prompt_cache_hit_tokens")
-    out_details = usage.get("completion_tokens_details")
-    reasoning = _count(out_details, "reasoning_tokens") if type(out_details) is dict else None
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
     total = _count(usage, "total_tokens")
     output = completion
     if reasoning and total is not None and total == prompt + completion + reasoning:
