@@ -37,6 +37,8 @@ class WireFacts:
             scenarios reproduce (``chunkscope.provider.DIALECTS``, ``docs/scenarios.md``).
         withheld_code: the ``LlmError`` code an adapter reports when the server withholds
             the answer (a content-filter finish; the ``fault-content-filter`` scenario).
+        request_path: how the path of this wire's model call ends (the tap tells a call's
+            wire by it).
     """
 
     name: str
@@ -47,6 +49,7 @@ class WireFacts:
     base_path: str
     dialects: tuple[str, ...]
     withheld_code: str
+    request_path: str
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -65,6 +68,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             base_path="/v1",
             dialects=("content-parts", "reasoning-details", "xai-usage", "done-no-blank-line"),
             withheld_code="CONTENT_FILTER",  # finish_reason content_filter
+            request_path="/chat/completions",
         ),
         WireFacts(
             name="anthropic",
@@ -75,6 +79,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             base_path="",
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
+            request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
         ),
     )
 }

@@ -9,23 +9,28 @@ imports nothing of the adapters it judges).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._wires import DEFAULT_WIRE, WIRE_FACTS, WireFacts
+from ..protocol import FinishReason, TokenUsage
 from ._base import LlmAdapter
 from ._sent import SentOptions
 from .anthropic import AnthropicAdapter
 from .anthropic.request import sent_options as anthropic_sent
+from .anthropic.translate import AnthropicTranslator
+from .anthropic.translate import read_whole as anthropic_whole
 from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
+from .openai_compat.translate import OpenAITranslator
+from .openai_compat.translate import read_whole as openai_whole
 
 __all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
 
-_ADAPTERS: dict[str, tuple[type[LlmAdapter], Callable[[dict[str, Any]], SentOptions]]] = {
-    "openai": (OpenAICompatAdapter, openai_sent),
-    "anthropic": (AnthropicAdapter, anthropic_sent),
+_ADAPTERS: dict[str, tuple[Any, ...]] = {
+    "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
+    "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
 }
 
 
@@ -36,11 +41,15 @@ class Wire:
     ``adapter`` is called as ``adapter(base_url=, api_key=, ...)`` (``idle_timeout``,
     ``http_client`` …, as every built-in SSE adapter takes them). ``sent`` reads a request
     body of this wire back as the options it carries (the conformance kit's request check).
+    ``translator(label, secrets)`` is a fresh pure translator for one streamed response, and
+    ``read_whole(body)`` the usage and finish of a non-streaming answer (the tap reads both).
     """
 
     facts: WireFacts
     adapter: type[LlmAdapter]
     sent: Callable[[dict[str, Any]], SentOptions]
+    translator: Callable[[str, tuple[str, ...]], Any]
+    read_whole: Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReason | None]]
 
     @property
     def name(self) -> str:

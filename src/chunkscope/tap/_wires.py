@@ -1,9 +1,10 @@
-"""The wire table: which request path speaks which wire, and that wire's parsers.
+"""The tap's view of the wire table: which request path speaks which wire, and its parsers.
 
 This is the tap's one door into the adapters layer: the SSE decoder, each
 wire's pure translator and the failure table are imported here and nowhere
 else in ``chunkscope.tap``, so a reorganisation of the adapters touches one
-module. A new wire is one row of ``WIRES``.
+module. Its rows come from the adapters' wire table (``chunkscope.adapters.wires``): a new
+wire there is a new wire here.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any, Protocol
 
 from chunkscope.adapters._core.framing import SseDecoder
 from chunkscope.adapters._failures import error_from_response, transport_error
-from chunkscope.adapters.anthropic import AnthropicTranslator, map_stop_reason
-from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
+from chunkscope.adapters.wires import WIRES as ADAPTER_WIRES
+from chunkscope.adapters.wires import Wire as AdapterWire
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, TokenUsage
 
 __all__ = [
@@ -57,51 +58,12 @@ class Wire:
     whole: Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReason | None]]
 
 
-def _openai_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason | None]:
-    usage = map_usage(body["usage"]) if isinstance(body.get("usage"), dict) else None
-    finish = None
-    choices = body.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        reason = choices[0].get("finish_reason")
-        if isinstance(reason, str):
-            finish = map_finish_reason(reason)
-    return usage, finish
+def _row(wire: AdapterWire) -> Wire:
+    suffix = wire.facts.request_path
+    return Wire(wire.name, lambda path: path.endswith(suffix), wire.translator, wire.read_whole)
 
 
-def _count(usage: Mapping[str, Any], key: str) -> int | None:
-    value = usage.get(key)
-    return value if type(value) is int and value >= 0 else None
-
-
-def _anthropic_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason | None]:
-    usage = None
-    raw = body.get("usage")
-    if isinstance(raw, dict):
-        usage = TokenUsage(
-            input_tokens=_count(raw, "input_tokens") or 0,
-            output_tokens=_count(raw, "output_tokens") or 0,
-            cache_read_tokens=_count(raw, "cache_read_input_tokens"),
-            cache_write_tokens=_count(raw, "cache_creation_input_tokens"),
-        )
-    reason = body.get("stop_reason")
-    return usage, map_stop_reason(reason) if isinstance(reason, str) else None
-
-
-WIRES: tuple[Wire, ...] = (
-    Wire(
-        "openai",
-        lambda path: path.endswith("/chat/completions"),
-        lambda label, secrets: OpenAITranslator(label, secrets),
-        _openai_whole,
-    ),
-    Wire(
-        "anthropic",
-        lambda path: path.endswith("/v1/messages") or path == "/messages",
-        lambda label, secrets: AnthropicTranslator(label, secrets),
-        _anthropic_whole,
-    ),
-    # The next wires (/responses, :streamGenerateContent, /converse-stream) are one row each.
-)
+WIRES: tuple[Wire, ...] = tuple(_row(wire) for wire in ADAPTER_WIRES.values())
 """Every wire the tap parses, tried in order against the request path."""
 
 

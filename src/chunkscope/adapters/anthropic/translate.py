@@ -27,7 +27,7 @@ another model's tokens and are not added.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ from .._failures import (
 from .._finish import PAUSE_TURN_KEY, finish_failure
 
 __all__ = [
+    "read_whole",
     "AnthropicTranslator",
     "anthropic_error_code",
     "map_stop_reason",
@@ -613,3 +614,23 @@ def _is_json_object(text: str) -> bool:
         return isinstance(loads(text), dict)
     except ValueError:
         return False
+
+
+def _whole_count(usage: Mapping[str, Any], key: str) -> int | None:
+    value = usage.get(key)
+    return value if type(value) is int and value >= 0 else None
+
+
+def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason | None]:
+    """The usage and finish of a non-streaming Messages answer (None where it has none)."""
+    usage = None
+    raw = body.get("usage")
+    if isinstance(raw, dict):
+        usage = TokenUsage(
+            input_tokens=_whole_count(raw, "input_tokens") or 0,
+            output_tokens=_whole_count(raw, "output_tokens") or 0,
+            cache_read_tokens=_whole_count(raw, "cache_read_input_tokens"),
+            cache_write_tokens=_whole_count(raw, "cache_creation_input_tokens"),
+        )
+    reason = body.get("stop_reason")
+    return usage, map_stop_reason(reason) if isinstance(reason, str) else None

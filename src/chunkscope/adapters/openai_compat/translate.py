@@ -60,7 +60,7 @@ from .._blocks import REASONING, TEXT, BlockWriter
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
-__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage"]
+__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole"]
 
 _DONE = "[DONE]"
 # The decoder's scanner, which ``json.loads`` ends up calling through ``raw_decode``: the same C
@@ -640,3 +640,15 @@ def _usage(usage: Any) -> TokenUsage:
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )
+
+
+def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason | None]:
+    """The usage and finish of a non-streaming chat-completions answer (None where it has none)."""
+    usage = map_usage(body["usage"]) if isinstance(body.get("usage"), dict) else None
+    finish = None
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        reason = choices[0].get("finish_reason")
+        if isinstance(reason, str):
+            finish = map_finish_reason(reason)
+    return usage, finish
