@@ -451,10 +451,8 @@ def test_a_saved_notebook_shows_its_finished_timeline_when_reopened(lab: Lab) ->
     assert views[0] in state["state"], "the timeline's model is not among the saved widget models"
 
     # reopen from disk in a fresh page and workspace, without running anything: the old
-    # kernel is gone, so only the saved state can bring the widget back
-    lab.stop_kernels()
-    lab.page.goto("about:blank")
-    lab.open("saved.ipynb")
+    # kernel is gone (the new one never ran a cell), so only the saved state can bring the widget back
+    lab.reopen("saved.ipynb")
     timeline = _wait_state(lab, 1, "done")
     segments = _segments(timeline)
     assert [(s["kind"], s["index"], s["deltas"]) for s in segments] == [
