@@ -18,7 +18,7 @@ from chunkscope import _cli_inputs, _cli_render, _cli_show
 from chunkscope.cli import main
 
 MakeFile = Callable[..., Path]
-CSS = Path(_cli_show.__file__).parent / "notebook" / "static" / "timeline.css"
+CSS = Path(_cli_show.__file__).parent / "notebook" / "timeline" / "timeline.css"
 
 
 def drawn(path: Path, *, width: int = 100, profile: str = "strict") -> str:
