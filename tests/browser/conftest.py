@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import nbformat
 import pytest
+from jupyter_client import BlockingKernelClient
 
 from chunkscope.cli.lab import _default_app_settings_dir, lab_command, write_lab_settings
 
@@ -339,6 +340,37 @@ class Lab:
         """Shut down every kernel session of the server (reopened notebooks start fresh kernels)."""
         for session in self.server.api("GET", "/api/sessions").json():
             self.server.api("DELETE", f"/api/sessions/{session['id']}")
+
+    def reopen(self, name: str) -> None:
+        """Open saved notebook ``name`` again from disk, in a fresh page, on a new idle kernel.
+
+        Every kernel is shut down first, so nothing but the notebook's saved widget
+        state can draw a widget. The new kernel is started (and idle) before the
+        page opens, as when a user reopens a notebook whose kernel is running:
+        when the page itself starts a cold kernel, jupyterlab_widgets 3.0.17 can
+        show "Error displaying widget: model not found" for good, whatever the
+        widget (ipywidgets issue #4026, PR #4040). Its kernel-only restore marks
+        the manager restored while the output's 2 s ``get_model`` wait runs, and
+        the saved models are registered only one kernel round trip later (a
+        cold kernel's first ``comm_info`` replies can take a second on a busy
+        machine); the output never tries again.
+        """
+        self.stop_kernels()
+        self.page.goto("about:blank")
+        body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+        response = self.server.api("POST", "/api/sessions", json=body)
+        assert response.status_code == 201, f"POST /api/sessions: {response.status_code} {response.text}"
+        kernel_id = response.json()["kernel"]["id"]
+        # the server's own runtime folder (see _start_server) holds the kernel's connection file
+        connection_file = self.server.root.parent / "runtime" / f"kernel-{kernel_id}.json"
+        client = BlockingKernelClient(connection_file=str(connection_file))
+        client.load_connection_file()
+        client.start_channels(hb=False)  # no heartbeat: wait_for_ready would call a silent one dead
+        try:
+            client.wait_for_ready(timeout=SERVER_START_TIMEOUT_S)  # kernel_info answered: the kernel is idle
+        finally:
+            client.stop_channels()
+        self.open(name)
 
     def screenshot(self, name: str, target: Any = None) -> Path:
         """Save a screenshot of the page, or of ``target`` (a selector or a locator), as an artifact."""

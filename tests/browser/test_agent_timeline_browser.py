@@ -148,10 +148,8 @@ def test_a_saved_agent_run_reopens_with_its_steps_retry_and_tool_span(lab: Lab) 
     assert 'class="cs-retry" data-code="RATE_LIMIT"' in html and 'data-outcome="done"' in html
     assert "&lt;b&gt;not bold&lt;/b&gt;" in html and "<b>not bold</b>" not in html
 
-    # reopened without a kernel: only the saved widget state can draw it
-    lab.stop_kernels()
-    lab.page.goto("about:blank")
-    lab.open("agent-saved.ipynb")
+    # reopened on a fresh kernel that ran nothing: only the saved widget state can draw it
+    lab.reopen("agent-saved.ipynb")
     run = _timeline(lab, 1, "done")
     assert run.locator(".cs-step").count() == 2
     assert run.locator(".cs-retry").get_attribute("data-code") == "RATE_LIMIT"

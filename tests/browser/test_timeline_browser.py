@@ -254,7 +254,14 @@ def test_scripted_invalid_stream_marks_each_violation_at_its_chunk(lab: Lab) -> 
         assert rule in text, f"the row for {rule} does not name its rule id: {text!r}"
     docs_screenshot(lab.screenshot("timeline-violations.png", timeline), "violations.png")
 
-    # clicking a mark shows the chunk it points at: block-start 1, which arrived while 0 was open
+    # clicking a mark shows the chunk it points at: block-start 1, which arrived while 0 was open.
+    # On the time axis the marks of chunks that arrived within the same fraction of a millisecond
+    # sit on top of each other (whichever is drawn last takes the click), so switch to the chunk
+    # axis first, as a reader would: there each mark has its own chunk's slot.
+    timeline.locator(".cs-axis-toggle").click()
+    lab.page.wait_for_function(
+        "el => el.dataset.axis === 'chunk'", arg=timeline.element_handle(), timeout=10_000
+    )
     timeline.locator('.cs-violation-mark[data-rule="no-interleave"]').click()
     panel = timeline.locator(".cs-json")
     panel.wait_for(state="visible")
@@ -451,10 +458,8 @@ def test_a_saved_notebook_shows_its_finished_timeline_when_reopened(lab: Lab) ->
     assert views[0] in state["state"], "the timeline's model is not among the saved widget models"
 
     # reopen from disk in a fresh page and workspace, without running anything: the old
-    # kernel is gone, so only the saved state can bring the widget back
-    lab.stop_kernels()
-    lab.page.goto("about:blank")
-    lab.open("saved.ipynb")
+    # kernel is gone (the new one never ran a cell), so only the saved state can bring the widget back
+    lab.reopen("saved.ipynb")
     timeline = _wait_state(lab, 1, "done")
     segments = _segments(timeline)
     assert [(s["kind"], s["index"], s["deltas"]) for s in segments] == [
