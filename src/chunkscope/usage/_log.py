@@ -28,6 +28,7 @@ from chunkscope.protocol import LlmError, StreamResult, Timings, collect
 from chunkscope.sources._json import json_line
 
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+from ._summary import OPTIONAL_COUNTS, RAW_TOTALS, finish_totals
 
 if TYPE_CHECKING:
     from ._prices import PriceTable
@@ -301,25 +302,21 @@ class UsageLog:
             listener(self)
 
     def totals(self) -> dict[str, Any]:
-        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost),
-        and ``invalid_usage``: the rows whose usage report was refused (``usage_source`` ``invalid``).
-
-        Equal to ``summary(log.to_frame())`` over all rows, without building a frame.
+        """The totals the live summary shows, without building a frame: what
+        ``summary(log.to_frame(), by=[])`` has (but the percentiles), by the same derivation
+        (``finish_totals``), with ``<NA>`` as None; plus ``errors_by_code``, ``currency`` and
+        ``invalid_usage`` (the rows whose usage report was refused: ``usage_source`` ``invalid``).
         """
         with self._lock:
-            totals = dict(self._totals)
-            totals["errors_by_code"] = dict(self._totals["errors_by_code"])
-            totals["known"] = set(self._totals["known"])
+            raw = {name: self._totals[name] for name in RAW_TOTALS}
+            by_code = dict(self._totals["errors_by_code"])
             currencies = sorted(self._totals["currencies"])
-        del totals["currencies"]
+            invalid = self._totals["invalid_usage"]
+        totals = {name: None if value is pd.NA else value for name, value in finish_totals(raw).items()}
+        totals["errors_by_code"] = by_code
         # Costs in several currencies do not add up: the sum is then labelled with all of them.
         totals["currency"] = ", ".join(currencies) if currencies else None
-        billed = totals["billed_input_tokens"]
-        # Never 0% for "no cache figure reported": unknown, as summary() has it.
-        reads_known = "cache_read_tokens" in totals.pop("known")
-        totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed and reads_known else None
-        if totals["priced_rows"] == 0:
-            totals["cost"] = None
+        totals["invalid_usage"] = invalid
         return totals
 
     # --- the frame -------------------------------------------------------------------
@@ -382,20 +379,9 @@ _COUNT_NAMES = COUNT_COLUMNS
 
 
 def _zero_totals() -> dict[str, Any]:
-    totals: dict[str, Any] = dict.fromkeys(_COUNT_NAMES, 0)
-    totals.update(
-        calls=0,
-        attempts=0,
-        errors=0,
-        errors_by_code={},
-        billed_input_tokens=0,
-        cost=0.0,
-        priced_rows=0,
-        unpriced_rows=0,
-        invalid_usage=0,  # rows whose usage_source is "invalid"
-        currencies=set(),
-        known=set(),  # the optional counts some row reported
-    )
+    # RAW_TOTALS (the sums summary() aggregates) plus what only the live display needs.
+    totals: dict[str, Any] = dict.fromkeys(RAW_TOTALS, 0)
+    totals.update(cost=0.0, errors_by_code={}, invalid_usage=0, currencies=set())
     return totals
 
 
@@ -407,6 +393,7 @@ def _add_totals(
     quote: tuple[float, str] | None,
     invalid: bool,
 ) -> None:
+    # One row's share of RAW_TOTALS, by the rules summary()'s indicator columns spell for a frame.
     totals["attempts"] += 1
     if invalid:
         totals["invalid_usage"] += 1
@@ -414,22 +401,27 @@ def _add_totals(
         totals["calls"] += 1
     if error_code is not None:
         totals["errors"] += 1
+        if final:
+            totals["failed_calls"] += 1
         by_code = totals["errors_by_code"]
         by_code[error_code] = by_code.get(error_code, 0) + 1
     for name, value in zip(_COUNT_NAMES, counts, strict=True):
         if value is not None:
             totals[name] += value
-            if name not in totals["known"]:
-                totals["known"].add(name)
+            if name in _KNOWN:
+                totals[_KNOWN[name]] += 1
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
     if quote is not None:
         totals["cost"] += quote[0]
-        totals["priced_rows"] += 1
+        totals["_priced"] += 1
         totals["currencies"].add(quote[1])
     elif counts[0] is not None:
-        totals["unpriced_rows"] += 1
+        totals["unpriced_attempts"] += 1
 
+
+# An optional count -> its "rows that reported it" total.
+_KNOWN = {name: f"_known_{name}" for name in OPTIONAL_COUNTS}
 
 _NO_COUNTS: tuple[None, ...] = (None, None, None, None, None)
 

@@ -48,7 +48,7 @@ def usage_state(log: Any, title: str = "") -> dict[str, Any]:
         "cacheHitRate": totals["cache_hit_rate"],
         "cost": totals["cost"],
         "currency": totals.get("currency"),
-        "unpriced": totals["unpriced_rows"],
+        "unpriced": totals["unpriced_attempts"],
         "progress": list(progress) if progress is not None else None,
     }
 
