@@ -146,50 +146,16 @@ class UsageLog:
         ``call_id`` groups the attempts of one call (retries share it);
         ``final`` is False for an attempt that was retried.
         """
-        if call_id is None:
-            call_id = uuid.uuid4().hex[:16]
-        elif not isinstance(call_id, str) or not call_id.isascii():
-            call_id = escape_surrogates(str(call_id))
+        call_id = _call_id_of(call_id)
         if type(attempt) is not int or not 1 <= attempt <= MAX_COUNT:
             attempt = _attempt_number(attempt)  # raises, naming it
-        usage = result.usage
         finish = result.finish.kind if result.finish is not None else None
         error_code = result.error_code
-        if result.error is not None:
-            phase: str | None = "mid-stream" if result.chunks else "before-first-chunk"
-        elif finish in ("error", "aborted"):
-            phase = "at-finish"
-        else:
-            phase = None
-        counts: tuple[int | None, ...] = _NO_COUNTS
-        if usage is not None:
-            source = "reported"
-            counts = (
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                usage.reasoning_tokens,
-            )
-            if not _counts_fit(counts):
-                # Negative, past int64 or not an integer: no count of this usage can be trusted
-                # (nor priced), and the row says so rather than holding half of it.
-                source = "invalid"
-                counts = _NO_COUNTS
-                usage = None
-        else:
-            source = "missing" if result.error is None and finish in _OK_FINISH else "lost"
-        blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
-        for block in result.blocks:
-            if block.type in blocks:
-                blocks[block.type] += 1
+        phase = _phase(result, finish)
+        usage, counts, source = _usage_counts(result, finish)
+        blocks = _block_counts(result)
         errors = sum(1 for v in result.violations if v.severity == "error")
-        timings = result.timings
-        started = math.nan if timings.started_at is None else float(timings.started_at)
-        if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
-            started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
-        ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
-        duration = float(timings.total_s)
+        started, ttfc, duration = _timing_values(result.timings)
         tag_text = _tags_json(tags)
         quote = (
             self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
@@ -412,11 +378,15 @@ def _add_totals(
                 totals[_KNOWN[name]] += 1
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
+    _add_cost(totals, quote, counts[0] is not None)
+
+
+def _add_cost(totals: dict[str, Any], quote: tuple[float, str] | None, has_usage: bool) -> None:
     if quote is not None:
         totals["cost"] += quote[0]
         totals["_priced"] += 1
         totals["currencies"].add(quote[1])
-    elif counts[0] is not None:
+    elif has_usage:
         totals["unpriced_attempts"] += 1
 
 
@@ -436,6 +406,58 @@ def escape_surrogates(text: str) -> str:
     except UnicodeEncodeError:
         return json_line(text).decode("ascii")[1:-2]
     return text
+
+
+def _call_id_of(call_id: Any) -> str:
+    """The call id a row holds: a fresh one for None, any other value as ASCII-safe text."""
+    if call_id is None:
+        return uuid.uuid4().hex[:16]
+    if not isinstance(call_id, str) or not call_id.isascii():
+        return escape_surrogates(str(call_id))
+    return call_id
+
+
+def _phase(result: StreamResult, finish: str | None) -> str | None:
+    """Where the attempt failed: before its first chunk, mid-stream, at its finish; None if it did not."""
+    if result.error is not None:
+        return "mid-stream" if result.chunks else "before-first-chunk"
+    return "at-finish" if finish in ("error", "aborted") else None
+
+
+def _usage_counts(result: StreamResult, finish: str | None) -> tuple[Any, tuple[int | None, ...], str]:
+    """``(usage, counts, usage_source)``: the usage to price (None when refused or absent), its counts."""
+    usage = result.usage
+    if usage is None:
+        return None, _NO_COUNTS, "missing" if result.error is None and finish in _OK_FINISH else "lost"
+    counts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+    )
+    if not _counts_fit(counts):
+        # Negative, past int64 or not an integer: no count of this usage can be trusted
+        # (nor priced), and the row says so rather than holding half of it.
+        return None, _NO_COUNTS, "invalid"
+    return usage, counts, "reported"
+
+
+def _block_counts(result: StreamResult) -> dict[str, int]:
+    blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
+    for block in result.blocks:
+        if block.type in blocks:
+            blocks[block.type] += 1
+    return blocks
+
+
+def _timing_values(timings: Timings) -> tuple[float, float, float]:
+    """``(started, ttfc, duration)`` as the float columns hold them (NaN for unknown)."""
+    started = math.nan if timings.started_at is None else float(timings.started_at)
+    if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
+        started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
+    ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
+    return started, ttfc, float(timings.total_s)
 
 
 def _attempt_number(attempt: Any) -> int:
