@@ -253,17 +253,25 @@ def _validate(policy: RetryPolicy, path: str) -> None:
     if policy.mode not in ("normal", "always"):
         raise ValueError(f'{path}.mode must be "normal" or "always"')
     if policy.mode == "normal":
-        n = policy.max_retries
-        if isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n) or not 0 <= n <= 2**53 - 1:
-            raise ValueError(f"{path}.maxRetries must be a non-negative safe integer")
-        codes = policy.retryable_codes
-        if len(codes) == 0:
-            raise ValueError(f"{path}.retryableCodes must not be empty")
-        if any(not isinstance(code, str) or not code for code in codes):
-            raise ValueError(f"{path}.retryableCodes must contain only non-empty strings")
-        if len(set(codes)) != len(codes):
-            raise ValueError(f"{path}.retryableCodes must not contain duplicates")
-    backoff = f"{path}.backoff"
+        _validate_normal(policy, path)
+    _validate_backoff(policy, f"{path}.backoff")
+
+
+def _validate_normal(policy: RetryPolicy, path: str) -> None:
+    """What only the ``normal`` mode reads: the retry budget and the retryable codes."""
+    n = policy.max_retries
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n) or not 0 <= n <= 2**53 - 1:
+        raise ValueError(f"{path}.maxRetries must be a non-negative safe integer")
+    codes = policy.retryable_codes
+    if len(codes) == 0:
+        raise ValueError(f"{path}.retryableCodes must not be empty")
+    if any(not isinstance(code, str) or not code for code in codes):
+        raise ValueError(f"{path}.retryableCodes must contain only non-empty strings")
+    if len(set(codes)) != len(codes):
+        raise ValueError(f"{path}.retryableCodes must not contain duplicates")
+
+
+def _validate_backoff(policy: RetryPolicy, backoff: str) -> None:
     if not _positive_delay(policy.initial_delay_ms):
         raise ValueError(
             f"{backoff}.initialDelayMs must be a positive finite number no greater than {MAX_TIMER_DELAY_MS}"
