@@ -130,10 +130,23 @@ def check_by(by: Sequence[str] | str | None, columns: Any) -> list[str]:
 
     Every name must be a column of ``columns`` (a frame's columns), and none twice.
     """
+    keys = _as_keys(by)
+    known = set(columns)
+    unknown = [key for key in keys if key not in known]
+    if unknown:
+        raise ValueError(f"summary: by names no column of the frame: {', '.join(map(repr, unknown))}")
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"summary: by names a column twice: {', '.join(map(repr, twice))}")
+    return keys
+
+
+def _as_keys(by: Sequence[str] | str | None) -> list[str]:
+    """``by`` as a list of strings (None: none; a str: that one), or a ``TypeError``."""
     if by is None:
         return []
     if isinstance(by, str):
-        by = [by]
+        return [by]
     try:
         keys = list(by)
     except TypeError:
@@ -142,13 +155,6 @@ def check_by(by: Sequence[str] | str | None, columns: Any) -> list[str]:
     wrong = [key for key in keys if not isinstance(key, str)]
     if wrong:
         raise TypeError(f"summary: by holds {wrong[0]!r}, not a column name (a str)")
-    known = set(columns)
-    unknown = [key for key in keys if key not in known]
-    if unknown:
-        raise ValueError(f"summary: by names no column of the frame: {', '.join(map(repr, unknown))}")
-    twice = sorted({key for key in keys if keys.count(key) > 1})
-    if twice:
-        raise ValueError(f"summary: by names a column twice: {', '.join(map(repr, twice))}")
     return keys
 
 
