@@ -115,16 +115,12 @@ class RetryPolicy:
         mode = config.get("mode")
         if mode not in ("normal", "always"):
             raise ValueError(f'{path}.mode must be "normal" or "always"')
-        for key in config:
-            if key not in _POLICY_KEYS:
-                raise ValueError(f'{path}: unknown key "{key}"')
+        _known_keys(config, _POLICY_KEYS, path)
         backoff = config.get("backoff")
         if backoff is not None:
             if not isinstance(backoff, Mapping):
                 raise ValueError(f"{path}.backoff must be an object")
-            for key in backoff:
-                if key not in _BACKOFF_KEYS:
-                    raise ValueError(f'{path}.backoff: unknown key "{key}"')
+            _known_keys(backoff, _BACKOFF_KEYS, f"{path}.backoff")
         backoff = backoff or {}
         values: dict[str, Any] = {
             "mode": mode,
@@ -247,6 +243,13 @@ def _positive_delay(value: Any) -> bool:
         and math.isfinite(value)
         and 0 < value <= MAX_TIMER_DELAY_MS
     )
+
+
+def _known_keys(config: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+    """A ``ValueError`` naming the first key of ``config`` that is not ``known``."""
+    for key in config:
+        if key not in known:
+            raise ValueError(f'{path}: unknown key "{key}"')
 
 
 def _validate(policy: RetryPolicy, path: str) -> None:
