@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -112,8 +113,17 @@ def __getattr__(name: str) -> Any:
         if missing is None or missing is exc:
             raise
         raise missing from exc
+    _publish(value)
     globals()[name] = value  # later lookups skip __getattr__
     return value
+
+
+def _publish(value: Any) -> None:
+    # As httpx does: a public class or function names its public path (`chunkscope.LlmError`), so
+    # reprs, tracebacks and docs show what users import. Pickle looks classes up by `__module__` +
+    # `__qualname__`, and `chunkscope.<name>` resolves through this module, so pickles keep working.
+    if isinstance(value, (type, types.FunctionType)) and value.__module__.startswith("chunkscope."):
+        value.__module__ = "chunkscope"
 
 
 def __dir__() -> list[str]:

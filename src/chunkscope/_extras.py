@@ -10,6 +10,11 @@ instead of a traceback, and the CLI can exit 2 (bad set-up) instead of 1 (violat
 ``OPTIONAL_MODULES`` is the one table; ``tests/test_extras.py`` checks that every
 third-party import in the package is a base dependency or listed here, and that each
 extra named here really declares the module's distribution in ``pyproject.toml``.
+
+Its one error, still caught by ``except ImportError`` as any missing module is::
+
+    ModuleNotFoundError
+     └── MissingExtraError   an optional dependency is missing: .extra names what to install
 """
 
 from __future__ import annotations

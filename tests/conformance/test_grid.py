@@ -89,6 +89,9 @@ def test_a_displayed_report_becomes_the_grid_in_a_kernel(report: ConformanceRepo
 
     formatters = DisplayFormatter()
     shell = types.SimpleNamespace(display_formatter=formatters)
+    import chunkscope  # resolved, the class's __module__ is its public path: the hook still finds it
+
+    assert chunkscope.ConformanceReport.__module__ == "chunkscope"
     assert enable_grid(shell) is True
     assert formatters.ipython_display_formatter.lookup(report) is _display
 

@@ -116,6 +116,9 @@ def test_the_static_copy_escapes_codes_and_titles() -> None:
 
 
 def test_a_displayed_usage_log_shows_the_live_summary_with_its_static_copy() -> None:
+    import chunkscope  # resolved, the class's __module__ is its public path: the hook still finds it
+
+    assert chunkscope.UsageLog.__module__ == "chunkscope"
     shell = SimpleNamespace(display_formatter=DisplayFormatter())
     assert enable(shell)
     log = UsageLog()

@@ -55,7 +55,7 @@ def test_costs_by_hand_including_a_model_missing_from_the_table() -> None:
     assert pd.isna(frame["currency"].iloc[2])
     totals = log.totals()
     assert totals["cost"] == pytest.approx(7800 / 1e6)
-    assert totals["unpriced_rows"] == 2
+    assert totals["unpriced_attempts"] == 2
 
 
 def test_an_attempt_without_usage_has_no_cost_and_warns_nothing() -> None:

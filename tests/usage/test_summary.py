@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import pytest
 
@@ -97,6 +99,49 @@ def test_summary_over_everything_equals_the_logs_running_totals() -> None:
     assert row["cache_hit_rate"] == pytest.approx(totals["cache_hit_rate"])
     assert row["cost"] == pytest.approx(totals["cost"])
     assert {k: row[f"errors_{k}"] for k in totals["errors_by_code"]} == totals["errors_by_code"]
+
+
+def _varied_log() -> UsageLog:
+    # retries, a failed call, priced and unpriced models, usage missing, lost and refused (invalid),
+    # a cache count some rows report and others do not, a reasoning count nobody reports
+    price = Price("a", "m1", cache_miss_input=1.0, cache_hit_input=0.5, output=2.0)
+    log = UsageLog(prices=PriceTable([price]))
+    u = TokenUsage
+    rows: list[tuple[StreamResult, str, str, bool]] = [
+        (result(error="RATE_LIMIT", ttfc=None), "a", "m1", False),
+        (result(u(input_tokens=100, output_tokens=10, cache_read_tokens=40)), "a", "m1", True),
+        (result(u(input_tokens=7, output_tokens=3)), "a", "m1", True),
+        (result(u(input_tokens=5, output_tokens=1, cache_write_tokens=9)), "b", "m2", True),
+        (result(error="SERVER"), "b", "m2", False),
+        (result(error="SERVER"), "b", "m2", True),
+        (result(u(input_tokens=-1, output_tokens=2)), "b", "m2", True),
+        (result(), "a", "m1", True),
+    ]
+    for n, (res, provider, model, final) in enumerate(rows):
+        log.record(res, provider=provider, model=model, call_id=str(n // 2), attempt=1 + n % 2, final=final)
+    return log
+
+
+@pytest.mark.filterwarnings("ignore::chunkscope.usage.UnpricedModelWarning")
+@pytest.mark.parametrize("make", [_varied_log, UsageLog], ids=["varied", "empty"])
+def test_totals_and_summary_agree_on_every_figure_they_share(make: Any) -> None:
+    log = make()
+    totals = log.totals()
+    overall = summary(log.to_frame(), by=[])
+    shared = [name for name in SUMMARY_COLUMNS if name in totals]
+    assert {"calls", "retries", "failed_calls", "cache_write_tokens", "cost", "unpriced_attempts"} <= set(
+        shared
+    )
+    if len(overall) == 0:  # an empty frame has no group: the totals are each figure's zero or unknown
+        assert (totals["calls"], totals["cost"], totals["cache_hit_rate"]) == (0, None, None)
+        return
+    row = overall.iloc[0]
+    for name in shared:
+        expected = None if row[name] is pd.NA else row[name]
+        assert totals[name] == (pytest.approx(expected) if isinstance(expected, float) else expected), name
+    codes = {column[len("errors_") :]: row[column] for column in overall if column.startswith("errors_")}
+    assert totals["errors_by_code"] == codes == {"RATE_LIMIT": 1, "SERVER": 2}
+    assert (totals["reasoning_tokens"], totals["invalid_usage"], totals["unpriced_attempts"]) == (None, 1, 1)
 
 
 def test_summary_of_a_frame_without_failures_has_no_error_code_columns() -> None:

@@ -3,7 +3,10 @@
 :class:`CommandLineError` is the command line's one error type: a bad flag value,
 a folder that is not one, a file that cannot be read. ``str()`` is the one line a
 user sees after ``chunkscope <command>:`` (naming the flag or the file), and the
-handler turns it into exit status 2 — never a traceback.
+handler turns it into exit status 2 — never a traceback::
+
+    ValueError
+     └── CommandLineError         a bad flag value or an unusable input file: one line, exit 2
 
 Nothing here imports a chunkscope layer at module level: ``chunkscope --help``
 starts without pydantic, httpx or rich.

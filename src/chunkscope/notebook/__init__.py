@@ -23,7 +23,6 @@ from ._reprs import (
     error_text,
     result_html,
     violations_html,
-    violations_text,
 )
 from .timeline._state import state_from_result
 from .timeline._static_html import render_fragment, render_page
@@ -42,7 +41,6 @@ __all__ = [
     "error_html",
     "error_text",
     "violations_html",
-    "violations_text",
     "result_html",
     "render_fragment",
     "render_page",

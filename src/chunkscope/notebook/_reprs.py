@@ -177,13 +177,13 @@ def enable(ip: Any = None) -> bool:
 
     plain.for_type(list, list_pretty)
     # A displayed UsageLog shows its live summary; by name, so nothing loads until one is displayed.
-    ip.display_formatter.ipython_display_formatter.for_type_by_name(
-        "chunkscope.usage._log", "UsageLog", _display_usage_log
-    )
+    # Under both names a class goes by: its public path once `cs.UsageLog` resolved, its module's before.
+    hooks = ip.display_formatter.ipython_display_formatter
+    for module in ("chunkscope", "chunkscope.usage._log"):
+        hooks.for_type_by_name(module, "UsageLog", _display_usage_log)
     # A displayed Tap shows its live table of calls (the tap layer knows nothing of notebooks).
-    ip.display_formatter.ipython_display_formatter.for_type_by_name(
-        "chunkscope.tap._proxy", "Tap", _display_tap
-    )
+    for module in ("chunkscope", "chunkscope.tap._proxy"):
+        hooks.for_type_by_name(module, "Tap", _display_tap)
     _ENABLED.add(id(ip))
     return True
 

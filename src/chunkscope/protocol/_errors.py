@@ -11,6 +11,14 @@ no second copy to drift. Two rows are families, not single codes:
 reason the package does not map, upper-cased, as the TypeScript reference
 emits it); ``code_family`` names the row any code stands under and
 ``is_unmapped`` tells the second family (and anything unregistered) apart.
+
+What to catch around a stream (the runtime's and the adapters' failures hang here too)::
+
+    Exception
+     ├── LlmError                  every failure of a call or stream: route on .code (ERROR_CODES)
+     │    └── AdapterDefectError   (runtime) an adapter broke its contract; code UNKNOWN
+     └── ProviderErrorBody         (adapters) a provider's error answer, redacted and capped:
+                                   never raised to you, found as an LlmError's .cause
 """
 
 from __future__ import annotations

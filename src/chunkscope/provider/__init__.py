@@ -4,6 +4,12 @@
 Anthropic Messages wire on 127.0.0.1; the request's model name picks one of
 ``SCENARIOS`` (documented as one table in ``docs/scenarios.md``). It imports
 nothing from ``chunkscope.adapters``: it is the independent judge of them.
+
+Its one exception never leaves the server::
+
+    Exception
+     └── ConnectionDropped   raised inside a response body so the server cuts the connection
+                             (the ``fault-drop`` scenarios, shutdown)
 """
 
 from __future__ import annotations

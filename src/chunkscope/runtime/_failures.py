@@ -1,4 +1,14 @@
-"""Failure normalization: what an adapter raised, as an ``LlmError`` or a terminal finish chunk."""
+"""Failure normalization: what an adapter raised, as an ``LlmError`` or a terminal finish chunk.
+
+The runtime's own errors::
+
+    LlmError                      (chunkscope.protocol) every failure of a call, by .code
+     └── AdapterDefectError       an adapter raised something that is not an LlmError, or published
+                                  metadata that cannot be right (code UNKNOWN)
+    ValueError
+     └── ToolArgumentsError       a tool call's arguments do not fit the tool's signature; the agent
+                                  loop hands it back to the model as an error tool result
+"""
 
 from __future__ import annotations
 

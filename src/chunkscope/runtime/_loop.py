@@ -21,7 +21,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
@@ -446,41 +446,11 @@ class AgentLoop:
                 yield StepStart(now(), step)
                 options = base.replace(messages=messages)
                 attempts: list[StreamResult] = []
-                retries_here = 0
-                while True:
-                    attempt = len(attempts) + 1
-                    holder: list[StreamResult] = []
-                    delivered = 0
-                    async for event in self._attempt(options, step, attempt, signal, now, holder):
-                        delivered += 1
+                tries = self._attempts(options, step, signal, now, run_id, attempts, usage, retries)
+                async with contextlib.aclosing(tries):
+                    async for event in tries:
                         yield event
-                    result = holder[0]
-                    attempts.append(result)
-                    failure = _failure_of(result)
-                    decision = None
-                    may_retry = delivered == 0 or self.retry.restart_after_output
-                    if failure is not None and may_retry and not _aborted(signal, failure):
-                        decision = self.retry.decide(failure, retries_here)
-                    self._record(result, options, run_id, step, attempt, final=decision is None)
-                    usage.append(AttemptUsage(step, attempt, result.usage, decision is None))
-                    if decision is None or failure is None:
-                        break
-                    retries_here += 1
-                    scheduled = RetryScheduled(
-                        now(),
-                        step,
-                        attempt,
-                        decision.retry,
-                        decision.delay_ms,
-                        failure,
-                        decision.from_retry_after,
-                    )
-                    retries.append(scheduled)
-                    yield scheduled
-                    if delivered:
-                        yield OutputDiscarded(now(), step, attempt, delivered)
-                    if not await self.retry.wait(decision.delay_ms, signal):
-                        break  # aborted during the wait: the abort is the outcome
+                result = attempts[-1]
                 record = StepRecord(step, result, attempts)
                 steps.append(record)
                 failure = _failure_of(result)
@@ -532,6 +502,49 @@ class AgentLoop:
         yield LoopEnd(now(), final)
         if fatal:
             raise fatal[0]  # Ctrl-C / sys.exit() in a tool still stops the program, after the result
+
+    async def _attempts(
+        self,
+        options: GenerateOptions,
+        step: int,
+        signal: AbortSignal | None,
+        now: _Clock,
+        run_id: str,
+        attempts: list[StreamResult],
+        usage: list[AttemptUsage],
+        retries: list[RetryScheduled],
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Step ``step``'s attempts, retried as the policy decides; each result is appended to
+        ``attempts`` (the last is the step's), its usage to ``usage``, each retry to ``retries``."""
+        retries_here = 0
+        while True:
+            attempt = len(attempts) + 1
+            holder: list[StreamResult] = []
+            delivered = 0
+            async for event in self._attempt(options, step, attempt, signal, now, holder):
+                delivered += 1
+                yield event
+            result = holder[0]
+            attempts.append(result)
+            failure = _failure_of(result)
+            decision = None
+            may_retry = delivered == 0 or self.retry.restart_after_output
+            if failure is not None and may_retry and not _aborted(signal, failure):
+                decision = self.retry.decide(failure, retries_here)
+            self._record(result, options, run_id, step, attempt, final=decision is None)
+            usage.append(AttemptUsage(step, attempt, result.usage, decision is None))
+            if decision is None or failure is None:
+                return
+            retries_here += 1
+            scheduled = RetryScheduled(
+                now(), step, attempt, decision.retry, decision.delay_ms, failure, decision.from_retry_after
+            )
+            retries.append(scheduled)
+            yield scheduled
+            if delivered:
+                yield OutputDiscarded(now(), step, attempt, delivered)
+            if not await self.retry.wait(decision.delay_ms, signal):
+                return  # aborted during the wait: the abort is the outcome
 
     async def _attempt(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo
+from chunkscope.adapters import GenerateOptions, LlmAdapter, ModelInfo, ReasoningInfo
 from chunkscope.protocol import LlmError
 
 __all__ = ["PreparedCall", "prepare_call"]
@@ -40,6 +40,18 @@ def prepare_call(adapter: LlmAdapter, options: GenerateOptions) -> PreparedCall:
     default effort and ``max_tokens`` when unset and honoured by the adapter,
     and names them in ``PreparedCall.filled``.
     """
+    _check_supported(adapter, options)
+    info = _model_info(adapter, options.model)
+    reasoning = info.reasoning if info is not None else None
+    _check_effort(options, reasoning)
+    changes = _defaults(options, info, adapter.supported_options)
+    if options.signal is not None:
+        options.signal.throw_if_aborted()
+    prepared = options.replace(**changes) if changes else options
+    return PreparedCall(prepared, adapter, info, tuple(changes))
+
+
+def _check_supported(adapter: LlmAdapter, options: GenerateOptions) -> None:
     unsupported = [n for n in options.set_options() if n not in adapter.supported_options]
     if unsupported:
         raise LlmError(
@@ -47,10 +59,16 @@ def prepare_call(adapter: LlmAdapter, options: GenerateOptions) -> PreparedCall:
             f"field(s) {', '.join(unsupported)}; leave them unset",
             "UNSUPPORTED_OPTION",
         )
-    info = adapter.model_info(options.model)
+
+
+def _model_info(adapter: LlmAdapter, model: str) -> ModelInfo | None:
+    info = adapter.model_info(model)
     if info is not None and not isinstance(info, ModelInfo):
         raise TypeError(f"{type(adapter).__name__}.model_info returned {type(info).__name__}, not ModelInfo")
-    reasoning = info.reasoning if info is not None else None
+    return info
+
+
+def _check_effort(options: GenerateOptions, reasoning: ReasoningInfo | None) -> None:
     effort = options.reasoning_effort
     if effort is not None and (reasoning is None or effort not in reasoning.ids):
         listed = f"; it lists {list(reasoning.ids)}" if reasoning is not None else " (no reasoning metadata)"
@@ -59,23 +77,16 @@ def prepare_call(adapter: LlmAdapter, options: GenerateOptions) -> PreparedCall:
             f"{effort!r}{listed}",
             "UNSUPPORTED_REASONING_EFFORT",
         )
+
+
+def _defaults(options: GenerateOptions, info: ModelInfo | None, supported: frozenset[str]) -> dict[str, Any]:
+    """The model's default effort and ``max_tokens``, where unset and honoured by the adapter."""
     changes: dict[str, Any] = {}
-    supported = adapter.supported_options
-    if (
-        effort is None
-        and reasoning is not None
-        and reasoning.default is not None
-        and ("reasoning_effort" in supported)
-    ):
-        changes["reasoning_effort"] = reasoning.default
-    if (
-        options.max_tokens is None
-        and info is not None
-        and info.max_tokens is not None
-        and ("max_tokens" in supported)
-    ):
-        changes["max_tokens"] = info.max_tokens
-    if options.signal is not None:
-        options.signal.throw_if_aborted()
-    prepared = options.replace(**changes) if changes else options
-    return PreparedCall(prepared, adapter, info, tuple(changes))
+    reasoning = info.reasoning if info is not None else None
+    default_effort = reasoning.default if reasoning is not None else None
+    if options.reasoning_effort is None and default_effort is not None and "reasoning_effort" in supported:
+        changes["reasoning_effort"] = default_effort
+    max_tokens = info.max_tokens if info is not None else None
+    if options.max_tokens is None and max_tokens is not None and "max_tokens" in supported:
+        changes["max_tokens"] = max_tokens
+    return changes

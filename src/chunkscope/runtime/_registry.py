@@ -86,9 +86,7 @@ class LlmRuntime:
         All or nothing: if any route is taken (or named twice), nothing is
         registered and ``LlmError`` ``DUPLICATE_ADAPTER`` is raised.
         """
-        names = (providers,) if isinstance(providers, str) else tuple(providers)
-        if not names or any(not isinstance(n, str) or not n for n in names):
-            raise ValueError("providers must be one or more non-empty provider names")
+        names = _provider_names(providers)
         if not isinstance(adapter, LlmAdapter):
             raise TypeError(f"adapter must be an LlmAdapter, not {type(adapter).__name__}")
         with self._lock:
@@ -276,3 +274,11 @@ class LlmRuntime:
         routes: Mapping[str, Registration] = dict(self._routes)
         inner = ", ".join(f"{name}={type(r.adapter).__name__}" for name, r in routes.items())
         return f"LlmRuntime({inner})"
+
+
+def _provider_names(providers: str | Iterable[str]) -> tuple[str, ...]:
+    """``providers`` as a tuple of route names, or a ``ValueError`` when one is empty or not a str."""
+    names = (providers,) if isinstance(providers, str) else tuple(providers)
+    if not names or any(not isinstance(n, str) or not n for n in names):
+        raise ValueError("providers must be one or more non-empty provider names")
+    return names

@@ -115,16 +115,12 @@ class RetryPolicy:
         mode = config.get("mode")
         if mode not in ("normal", "always"):
             raise ValueError(f'{path}.mode must be "normal" or "always"')
-        for key in config:
-            if key not in _POLICY_KEYS:
-                raise ValueError(f'{path}: unknown key "{key}"')
+        _known_keys(config, _POLICY_KEYS, path)
         backoff = config.get("backoff")
         if backoff is not None:
             if not isinstance(backoff, Mapping):
                 raise ValueError(f"{path}.backoff must be an object")
-            for key in backoff:
-                if key not in _BACKOFF_KEYS:
-                    raise ValueError(f'{path}.backoff: unknown key "{key}"')
+            _known_keys(backoff, _BACKOFF_KEYS, f"{path}.backoff")
         backoff = backoff or {}
         values: dict[str, Any] = {
             "mode": mode,
@@ -249,21 +245,36 @@ def _positive_delay(value: Any) -> bool:
     )
 
 
+def _known_keys(config: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+    """A ``ValueError`` naming the first key of ``config`` that is not ``known``."""
+    for key in config:
+        if key not in known:
+            raise ValueError(f'{path}: unknown key "{key}"')
+
+
 def _validate(policy: RetryPolicy, path: str) -> None:
     if policy.mode not in ("normal", "always"):
         raise ValueError(f'{path}.mode must be "normal" or "always"')
     if policy.mode == "normal":
-        n = policy.max_retries
-        if isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n) or not 0 <= n <= 2**53 - 1:
-            raise ValueError(f"{path}.maxRetries must be a non-negative safe integer")
-        codes = policy.retryable_codes
-        if len(codes) == 0:
-            raise ValueError(f"{path}.retryableCodes must not be empty")
-        if any(not isinstance(code, str) or not code for code in codes):
-            raise ValueError(f"{path}.retryableCodes must contain only non-empty strings")
-        if len(set(codes)) != len(codes):
-            raise ValueError(f"{path}.retryableCodes must not contain duplicates")
-    backoff = f"{path}.backoff"
+        _validate_normal(policy, path)
+    _validate_backoff(policy, f"{path}.backoff")
+
+
+def _validate_normal(policy: RetryPolicy, path: str) -> None:
+    """What only the ``normal`` mode reads: the retry budget and the retryable codes."""
+    n = policy.max_retries
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n) or not 0 <= n <= 2**53 - 1:
+        raise ValueError(f"{path}.maxRetries must be a non-negative safe integer")
+    codes = policy.retryable_codes
+    if len(codes) == 0:
+        raise ValueError(f"{path}.retryableCodes must not be empty")
+    if any(not isinstance(code, str) or not code for code in codes):
+        raise ValueError(f"{path}.retryableCodes must contain only non-empty strings")
+    if len(set(codes)) != len(codes):
+        raise ValueError(f"{path}.retryableCodes must not contain duplicates")
+
+
+def _validate_backoff(policy: RetryPolicy, backoff: str) -> None:
     if not _positive_delay(policy.initial_delay_ms):
         raise ValueError(
             f"{backoff}.initialDelayMs must be a positive finite number no greater than {MAX_TIMER_DELAY_MS}"

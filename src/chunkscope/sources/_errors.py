@@ -12,6 +12,14 @@ kind detection in front of them::
           └── UnreadableSourceError    a file ``load_streams`` cannot take at all:
                                    too big, binary, not UTF-8, empty, of no known kind
 
+Inside the session-log reader, three signals of the zstd framing (``sources/dsh/_lines.py``) never
+reach a caller; each becomes a ``DshLogError`` or an ``UnreadableSourceError`` where it is caught::
+
+    Exception
+     ├── Truncated    the zstd stream ends inside a frame
+     ├── Corrupt      the zstd stream cannot be decompressed
+     └── TooBig       the decompressed log is longer than the reader's bound
+
 ``line`` is 1-based (0 when the problem is the file as a whole). The
 subclasses keep the names, codes and messages they had before this family
 existed, so code catching them is unchanged.

@@ -6,6 +6,11 @@ request with credentials redacted, the raw reads with their arrival times,
 the chunks, the ``StreamResult``, the timing points) and one usage row in
 ``tap.usage``, while the client gets exactly the bytes the upstream sent.
 ``WIRES`` is the table of wires the tap parses (by request path).
+
+The tap raises nothing of its own (a bad upstream answer is recorded on its call); it warns::
+
+    UserWarning
+     └── TapExposedWarning        the tap listens beyond 127.0.0.1 (``host=``): anyone who can reach it can use it
 """
 
 from __future__ import annotations

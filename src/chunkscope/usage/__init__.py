@@ -4,6 +4,15 @@ Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
 extra. The protocol and adapters layers never import this package. Session
 logs are read by ``chunkscope.sources`` (re-exported here); importing this
 package binds their frame projection, ``DshSession.to_frame``.
+
+What the layer raises and warns (session logs raise ``cs.SourceError``'s ``DshLogError``)::
+
+    ValueError
+     └── UsageSchemaError        a file read as a usage frame whose columns are not one (.column)
+    UserWarning
+     └── UnpricedModelWarning    a priced log met a model its PriceTable has no price for
+    RuntimeWarning
+     └── BatchProgressWarning    batch's progress callback raised: warned once, not called again
 """
 
 from __future__ import annotations

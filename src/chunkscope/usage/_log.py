@@ -29,6 +29,7 @@ from chunkscope.sources._json import json_line
 
 from ._prices import as_price_table
 from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+from ._summary import OPTIONAL_COUNTS, RAW_TOTALS, finish_totals
 
 if TYPE_CHECKING:
     from ._prices import PriceTable
@@ -146,50 +147,16 @@ class UsageLog:
         ``call_id`` groups the attempts of one call (retries share it);
         ``final`` is False for an attempt that was retried.
         """
-        if call_id is None:
-            call_id = uuid.uuid4().hex[:16]
-        elif not isinstance(call_id, str) or not call_id.isascii():
-            call_id = escape_surrogates(str(call_id))
+        call_id = _call_id_of(call_id)
         if type(attempt) is not int or not 1 <= attempt <= MAX_COUNT:
             attempt = _attempt_number(attempt)  # raises, naming it
-        usage = result.usage
         finish = result.finish.kind if result.finish is not None else None
         error_code = result.error_code
-        if result.error is not None:
-            phase: str | None = "mid-stream" if result.chunks else "before-first-chunk"
-        elif finish in ("error", "aborted"):
-            phase = "at-finish"
-        else:
-            phase = None
-        counts: tuple[int | None, ...] = _NO_COUNTS
-        if usage is not None:
-            source = "reported"
-            counts = (
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                usage.reasoning_tokens,
-            )
-            if not _counts_fit(counts):
-                # Negative, past int64 or not an integer: no count of this usage can be trusted
-                # (nor priced), and the row says so rather than holding half of it.
-                source = "invalid"
-                counts = _NO_COUNTS
-                usage = None
-        else:
-            source = "missing" if result.error is None and finish in _OK_FINISH else "lost"
-        blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
-        for block in result.blocks:
-            if block.type in blocks:
-                blocks[block.type] += 1
+        phase = _phase(result, finish)
+        usage, counts, source = _usage_counts(result, finish)
+        blocks = _block_counts(result)
         errors = sum(1 for v in result.violations if v.severity == "error")
-        timings = result.timings
-        started = math.nan if timings.started_at is None else float(timings.started_at)
-        if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
-            started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
-        ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
-        duration = float(timings.total_s)
+        started, ttfc, duration = _timing_values(result.timings)
         tag_text = _tags_json(tags)
         quote = (
             self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
@@ -302,25 +269,21 @@ class UsageLog:
             listener(self)
 
     def totals(self) -> dict[str, Any]:
-        """The running totals the live summary shows (calls, attempts, errors by code, tokens, cost),
-        and ``invalid_usage``: the rows whose usage report was refused (``usage_source`` ``invalid``).
-
-        Equal to ``summary(log.to_frame())`` over all rows, without building a frame.
+        """The totals the live summary shows, without building a frame: what
+        ``summary(log.to_frame(), by=[])`` has (but the percentiles), by the same derivation
+        (``finish_totals``), with ``<NA>`` as None; plus ``errors_by_code``, ``currency`` and
+        ``invalid_usage`` (the rows whose usage report was refused: ``usage_source`` ``invalid``).
         """
         with self._lock:
-            totals = dict(self._totals)
-            totals["errors_by_code"] = dict(self._totals["errors_by_code"])
-            totals["known"] = set(self._totals["known"])
+            raw = {name: self._totals[name] for name in RAW_TOTALS}
+            by_code = dict(self._totals["errors_by_code"])
             currencies = sorted(self._totals["currencies"])
-        del totals["currencies"]
+            invalid = self._totals["invalid_usage"]
+        totals = {name: None if value is pd.NA else value for name, value in finish_totals(raw).items()}
+        totals["errors_by_code"] = by_code
         # Costs in several currencies do not add up: the sum is then labelled with all of them.
         totals["currency"] = ", ".join(currencies) if currencies else None
-        billed = totals["billed_input_tokens"]
-        # Never 0% for "no cache figure reported": unknown, as summary() has it.
-        reads_known = "cache_read_tokens" in totals.pop("known")
-        totals["cache_hit_rate"] = totals["cache_read_tokens"] / billed if billed and reads_known else None
-        if totals["priced_rows"] == 0:
-            totals["cost"] = None
+        totals["invalid_usage"] = invalid
         return totals
 
     # --- the frame -------------------------------------------------------------------
@@ -383,20 +346,9 @@ _COUNT_NAMES = COUNT_COLUMNS
 
 
 def _zero_totals() -> dict[str, Any]:
-    totals: dict[str, Any] = dict.fromkeys(_COUNT_NAMES, 0)
-    totals.update(
-        calls=0,
-        attempts=0,
-        errors=0,
-        errors_by_code={},
-        billed_input_tokens=0,
-        cost=0.0,
-        priced_rows=0,
-        unpriced_rows=0,
-        invalid_usage=0,  # rows whose usage_source is "invalid"
-        currencies=set(),
-        known=set(),  # the optional counts some row reported
-    )
+    # RAW_TOTALS (the sums summary() aggregates) plus what only the live display needs.
+    totals: dict[str, Any] = dict.fromkeys(RAW_TOTALS, 0)
+    totals.update(cost=0.0, errors_by_code={}, invalid_usage=0, currencies=set())
     return totals
 
 
@@ -408,6 +360,7 @@ def _add_totals(
     quote: tuple[float, str] | None,
     invalid: bool,
 ) -> None:
+    # One row's share of RAW_TOTALS, by the rules summary()'s indicator columns spell for a frame.
     totals["attempts"] += 1
     if invalid:
         totals["invalid_usage"] += 1
@@ -415,22 +368,31 @@ def _add_totals(
         totals["calls"] += 1
     if error_code is not None:
         totals["errors"] += 1
+        if final:
+            totals["failed_calls"] += 1
         by_code = totals["errors_by_code"]
         by_code[error_code] = by_code.get(error_code, 0) + 1
     for name, value in zip(_COUNT_NAMES, counts, strict=True):
         if value is not None:
             totals[name] += value
-            if name not in totals["known"]:
-                totals["known"].add(name)
+            if name in _KNOWN:
+                totals[_KNOWN[name]] += 1
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
+    _add_cost(totals, quote, counts[0] is not None)
+
+
+def _add_cost(totals: dict[str, Any], quote: tuple[float, str] | None, has_usage: bool) -> None:
     if quote is not None:
         totals["cost"] += quote[0]
-        totals["priced_rows"] += 1
+        totals["_priced"] += 1
         totals["currencies"].add(quote[1])
-    elif counts[0] is not None:
-        totals["unpriced_rows"] += 1
+    elif has_usage:
+        totals["unpriced_attempts"] += 1
 
+
+# An optional count -> its "rows that reported it" total.
+_KNOWN = {name: f"_known_{name}" for name in OPTIONAL_COUNTS}
 
 _NO_COUNTS: tuple[None, ...] = (None, None, None, None, None)
 
@@ -445,6 +407,58 @@ def escape_surrogates(text: str) -> str:
     except UnicodeEncodeError:
         return json_line(text).decode("ascii")[1:-2]
     return text
+
+
+def _call_id_of(call_id: Any) -> str:
+    """The call id a row holds: a fresh one for None, any other value as ASCII-safe text."""
+    if call_id is None:
+        return uuid.uuid4().hex[:16]
+    if not isinstance(call_id, str) or not call_id.isascii():
+        return escape_surrogates(str(call_id))
+    return call_id
+
+
+def _phase(result: StreamResult, finish: str | None) -> str | None:
+    """Where the attempt failed: before its first chunk, mid-stream, at its finish; None if it did not."""
+    if result.error is not None:
+        return "mid-stream" if result.chunks else "before-first-chunk"
+    return "at-finish" if finish in ("error", "aborted") else None
+
+
+def _usage_counts(result: StreamResult, finish: str | None) -> tuple[Any, tuple[int | None, ...], str]:
+    """``(usage, counts, usage_source)``: the usage to price (None when refused or absent), its counts."""
+    usage = result.usage
+    if usage is None:
+        return None, _NO_COUNTS, "missing" if result.error is None and finish in _OK_FINISH else "lost"
+    counts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+    )
+    if not _counts_fit(counts):
+        # Negative, past int64 or not an integer: no count of this usage can be trusted
+        # (nor priced), and the row says so rather than holding half of it.
+        return None, _NO_COUNTS, "invalid"
+    return usage, counts, "reported"
+
+
+def _block_counts(result: StreamResult) -> dict[str, int]:
+    blocks = {"text": 0, "reasoning": 0, "tool-call": 0}
+    for block in result.blocks:
+        if block.type in blocks:
+            blocks[block.type] += 1
+    return blocks
+
+
+def _timing_values(timings: Timings) -> tuple[float, float, float]:
+    """``(started, ttfc, duration)`` as the float columns hold them (NaN for unknown)."""
+    started = math.nan if timings.started_at is None else float(timings.started_at)
+    if not -_MAX_STARTED_S < started < _MAX_STARTED_S:
+        started = math.nan  # inf, 1e300: no timestamp holds it (NaN stays NaN)
+    ttfc = math.nan if timings.first_chunk_s is None else float(timings.first_chunk_s)
+    return started, ttfc, float(timings.total_s)
 
 
 def _attempt_number(attempt: Any) -> int:

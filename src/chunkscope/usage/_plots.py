@@ -57,11 +57,20 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
     """
     import matplotlib.pyplot as plt
 
-    per_call = tokens_per_call(frame)
-    kinds = [kind for kind in KIND_COLORS if per_call[kind].any()] or ["output"]
-    colors = [KIND_COLORS[kind] for kind in kinds]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), layout="constrained")
     fig.patch.set_alpha(0.0)
+    _tokens_panel(top, tokens_per_call(frame), title)
+    _cost_panel(bottom, frame)
+    for ax in (top, bottom):
+        _style(ax)
+    plt.close(fig)
+    return fig
+
+
+def _tokens_panel(top: Any, per_call: pd.DataFrame, title: str | None) -> None:
+    """Tokens per call stacked by kind: bars, an area past ``_MAX_BARS`` calls, a note for none."""
+    kinds = [kind for kind in KIND_COLORS if per_call[kind].any()] or ["output"]
+    colors = [KIND_COLORS[kind] for kind in kinds]
     data = per_call[kinds].reset_index(drop=True)
     data.index = data.index + 1
     if len(data) == 0:
@@ -85,6 +94,9 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
         for text in legend.get_texts():
             text.set_color(_INK)
 
+
+def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
+    """The cumulative cost over the attempts' start times, or a note when nothing is priced."""
     priced = frame[frame["cost"].notna()].sort_values("started_at", kind="stable")
     if len(priced):
         cumulative = priced["cost"].astype("float64").cumsum()
@@ -110,15 +122,15 @@ def plot_usage(frame: pd.DataFrame, *, title: str | None = None) -> Any:
         bottom.set_xticks([])
         bottom.set_yticks([])
     bottom.set_xlabel("start time (UTC)")
-    for ax in (top, bottom):
-        ax.set_facecolor("none")
-        ax.title.set_color(_INK)
-        ax.xaxis.label.set_color(_INK)
-        ax.yaxis.label.set_color(_INK)
-        ax.tick_params(colors=_INK)
-        ax.grid(axis="y", color=_INK, alpha=0.25, linewidth=0.6)
-        for spine in ax.spines.values():
-            spine.set_color(_INK)
-            spine.set_alpha(0.5)
-    plt.close(fig)
-    return fig
+
+
+def _style(ax: Any) -> None:
+    ax.set_facecolor("none")
+    ax.title.set_color(_INK)
+    ax.xaxis.label.set_color(_INK)
+    ax.yaxis.label.set_color(_INK)
+    ax.tick_params(colors=_INK)
+    ax.grid(axis="y", color=_INK, alpha=0.25, linewidth=0.6)
+    for spine in ax.spines.values():
+        spine.set_color(_INK)
+        spine.set_alpha(0.5)

@@ -11,7 +11,7 @@ function is where a Dask path chooses its own strategy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,7 +19,7 @@ import pandas as pd
 from ._prices import as_price_table
 from ._schema import COUNT_COLUMNS
 
-__all__ = ["SUMMARY_COLUMNS", "latency_percentiles", "summary"]
+__all__ = ["RAW_TOTALS", "SUMMARY_COLUMNS", "finish_totals", "latency_percentiles", "summary"]
 
 OPTIONAL_COUNTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 """Counts a usage report may leave out: a group where no row has one shows ``<NA>``, not 0."""
@@ -44,6 +44,81 @@ SUMMARY_COLUMNS = (
 
 _ALL = "_scope"
 
+RAW_TOTALS = (
+    "calls",
+    "attempts",
+    "failed_calls",
+    "errors",
+    *COUNT_COLUMNS,
+    "billed_input_tokens",
+    *(f"_known_{name}" for name in OPTIONAL_COUNTS),
+    "cost",
+    "unpriced_attempts",
+    "_priced",
+)
+"""The plain sums over a group's rows that every total derives from (``finish_totals``): what
+``summary`` aggregates per group and what ``UsageLog`` keeps running, one definition for both."""
+
+
+_SUMS: dict[str, tuple[str, str]] = {
+    "calls": ("_final", "sum"),
+    "attempts": ("attempt", "count"),
+    "failed_calls": ("_failed_call", "sum"),
+    "errors": ("_failed", "sum"),
+    **{name: (name, "sum") for name in (*COUNT_COLUMNS, "billed_input_tokens")},
+    **{f"_known_{name}": (name, "count") for name in OPTIONAL_COUNTS},
+    "cost": ("cost", "sum"),
+    "unpriced_attempts": ("_unpriced", "sum"),
+    "_priced": ("_priced", "sum"),
+}
+"""How ``summary`` gets each of ``RAW_TOTALS`` from a frame's rows (after ``_with_indicators``)."""
+
+
+def _with_indicators(work: Any) -> Any:
+    # 0/1 columns whose sums are the raw totals: a failed attempt, a failed call, a call (the final
+    # attempt), an attempt with usage but no cost, a priced attempt.
+    failed = work["error_code"].notnull()
+    return work.assign(
+        _failed=failed.astype("int64"),
+        _failed_call=(failed & work["final"]).astype("int64"),
+        _final=work["final"].astype("int64"),
+        _unpriced=(work["input_tokens"].notnull() & work["cost"].isna()).astype("int64"),
+        _priced=work["cost"].notnull().astype("int64"),
+    )
+
+
+def finish_totals(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The totals of ``summary`` (but percentiles and error codes) from ``RAW_TOTALS``.
+
+    The one place the derived figures are defined, for ``summary`` (``raw`` holds one Series per
+    total, a value per group) and ``UsageLog.totals`` (one plain number per total) alike:
+    ``retries``; a cache or reasoning count no row reported is ``<NA>`` (unknown, not 0), and so is
+    a hit rate built on it; ``cache_hit_rate`` = cache reads / billed input; ``cost`` is ``<NA>``
+    when no row is priced.
+    """
+    out = {name: value for name, value in raw.items() if not name.startswith("_")}
+    out["retries"] = raw["attempts"] - raw["calls"]
+    for name in OPTIONAL_COUNTS:
+        out[name] = _known_if(raw[name], raw[f"_known_{name}"] > 0)
+    billed = raw["billed_input_tokens"]
+    reads = out["cache_read_tokens"]
+    out["cache_hit_rate"] = _known_if(_ratio(reads, billed), billed > 0)
+    out["cost"] = _known_if(raw["cost"], raw["_priced"] > 0)
+    return out
+
+
+def _known_if(value: Any, known: Any) -> Any:
+    # a Series keeps its values where `known` holds (<NA> elsewhere); a number is kept or is <NA>
+    if isinstance(value, pd.Series):
+        return value.where(known)
+    return value if known else pd.NA
+
+
+def _ratio(part: Any, whole: Any) -> Any:
+    if isinstance(part, pd.Series):
+        return part.astype("Float64") / whole.astype("Float64")
+    return pd.NA if part is pd.NA or not whole else part / whole
+
 
 def _materialize(obj: Any) -> Any:
     # A Dask collection computes here; a pandas object is returned as it is.
@@ -56,10 +131,23 @@ def check_by(by: Sequence[str] | str | None, columns: Any) -> list[str]:
 
     Every name must be a column of ``columns`` (a frame's columns), and none twice.
     """
+    keys = _as_keys(by)
+    known = set(columns)
+    unknown = [key for key in keys if key not in known]
+    if unknown:
+        raise ValueError(f"summary: by names no column of the frame: {', '.join(map(repr, unknown))}")
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"summary: by names a column twice: {', '.join(map(repr, twice))}")
+    return keys
+
+
+def _as_keys(by: Sequence[str] | str | None) -> list[str]:
+    """``by`` as a list of strings (None: none; a str: that one), or a ``TypeError``."""
     if by is None:
         return []
     if isinstance(by, str):
-        by = [by]
+        return [by]
     try:
         keys = list(by)
     except TypeError:
@@ -68,13 +156,6 @@ def check_by(by: Sequence[str] | str | None, columns: Any) -> list[str]:
     wrong = [key for key in keys if not isinstance(key, str)]
     if wrong:
         raise TypeError(f"summary: by holds {wrong[0]!r}, not a column name (a str)")
-    known = set(columns)
-    unknown = [key for key in keys if key not in known]
-    if unknown:
-        raise ValueError(f"summary: by names no column of the frame: {', '.join(map(repr, unknown))}")
-    twice = sorted({key for key in keys if keys.count(key) > 1})
-    if twice:
-        raise ValueError(f"summary: by names a column twice: {', '.join(map(repr, twice))}")
     return keys
 
 
@@ -110,37 +191,13 @@ def summary(
         assert table is not None
         frame = table.add_costs(frame)
     work, keys = _keys(frame, by)
-    failed = work["error_code"].notnull()
-    work = work.assign(
-        _failed=failed.astype("int64"),
-        _failed_call=(failed & work["final"]).astype("int64"),
-        _final=work["final"].astype("int64"),
-        _unpriced=(work["input_tokens"].notnull() & work["cost"].isna()).astype("int64"),
-        _priced=work["cost"].notnull().astype("int64"),
-    )
-    named: dict[str, tuple[str, str]] = {
-        "calls": ("_final", "sum"),
-        "attempts": ("attempt", "count"),
-        "failed_calls": ("_failed_call", "sum"),
-        "errors": ("_failed", "sum"),
-        **{name: (name, "sum") for name in (*COUNT_COLUMNS, "billed_input_tokens")},
-        **{f"_known_{name}": (name, "count") for name in OPTIONAL_COUNTS},
-        "cost": ("cost", "sum"),
-        "unpriced_attempts": ("_unpriced", "sum"),
-        "_priced": ("_priced", "sum"),
-    }
+    work = _with_indicators(work)
     grouped = work.groupby(keys, observed=True, dropna=False)
-    out = _materialize(grouped.agg(**named))
-    out["retries"] = out["attempts"] - out["calls"]
+    raw = _materialize(grouped.agg(**_SUMS))
     for name in (*COUNT_COLUMNS, "billed_input_tokens"):
-        out[name] = out[name].astype("Int64")
-    for name in OPTIONAL_COUNTS:
-        # A count no row of the group reported is unknown, not 0 (nor is a hit rate built on it).
-        out[name] = out[name].where(out[f"_known_{name}"] > 0)
-    billed = out["billed_input_tokens"].astype("Float64")
-    out["cache_hit_rate"] = (out["cache_read_tokens"].astype("Float64") / billed).where(billed > 0)
-    out["cost"] = out["cost"].astype("Float64").where(out["_priced"] > 0)
-    out = out.drop(columns=["_priced", *(f"_known_{name}" for name in OPTIONAL_COUNTS)])
+        raw[name] = raw[name].astype("Int64")
+    raw["cost"] = raw["cost"].astype("Float64")
+    out = pd.DataFrame(finish_totals({name: raw[name] for name in raw.columns}), index=raw.index)
     out = out.join(latency_percentiles(frame if keys != [_ALL] else work, keys))
     out = out[list(SUMMARY_COLUMNS)]
     codes_table = errors_by_code(work, keys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -27,10 +28,15 @@ def expand_tags(
     codes = tags.cat.codes.to_numpy()
     out = frame.copy()
     for key in wanted:
-        values = [item.get(key) for item in parsed]
-        present = sorted({v for v in values if v is not None})
-        index = {value: n for n, value in enumerate(present)}
-        mapping = pd.array([index[v] if v is not None else -1 for v in values] + [-1], dtype="int32")
-        per_row = mapping.to_numpy()[codes]  # code -1 (no tags) picks the trailing -1
-        out[f"{prefix}{key}"] = pd.Categorical.from_codes(per_row, categories(present))
+        out[f"{prefix}{key}"] = _tag_column([item.get(key) for item in parsed], codes)
     return out
+
+
+def _tag_column(values: list[Any], codes: Any) -> pd.Categorical:
+    """One tag key's column: ``values`` holds its value in each distinct tag set (None: absent),
+    ``codes`` each row's tag set (-1: no tags)."""
+    present = sorted({v for v in values if v is not None})
+    index = {value: n for n, value in enumerate(present)}
+    mapping = pd.array([index[v] if v is not None else -1 for v in values] + [-1], dtype="int32")
+    per_row = mapping.to_numpy()[codes]  # code -1 (no tags) picks the trailing -1
+    return pd.Categorical.from_codes(per_row, categories(present))

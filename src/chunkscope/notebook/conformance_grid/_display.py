@@ -40,11 +40,10 @@ def enable_grid(ip: Any = None) -> bool:
     if ip is None:
         return False
     if id(ip) not in _ENABLED:
-        ip.display_formatter.ipython_display_formatter.for_type_by_name(
-            "chunkscope.conformance_kit._report", "ConformanceReport", _display
-        )
-        ip.display_formatter.formatters["text/html"].for_type_by_name(
-            "chunkscope.conformance_kit._report", "ConformanceReport", _html
-        )
+        # by both names the class goes by: its public path once `cs.ConformanceReport` resolved
+        for module in ("chunkscope", "chunkscope.conformance_kit._report"):
+            formatters = ip.display_formatter
+            formatters.ipython_display_formatter.for_type_by_name(module, "ConformanceReport", _display)
+            formatters.formatters["text/html"].for_type_by_name(module, "ConformanceReport", _html)
         _ENABLED.add(id(ip))
     return True

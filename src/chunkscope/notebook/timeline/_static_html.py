@@ -381,55 +381,50 @@ def _agent_rows(records: list[list[Any]], geo: _Geometry) -> list[tuple[int, str
             continue
         ev = record[2]
         kind = ev.get("type")
-        if kind == "step-start":
-            step = ev.get("step")
-            rows.append((n, f'<div class="cs-step"{_attrs(data_step=step)}>step {escape(str(step))}</div>'))
-        elif kind == "retry":
+        if kind == "retry":
             waiting = (n, ev)
-        elif kind == "discarded":
-            text = f"partial output of attempt {ev.get('attempt')} discarded ({ev.get('chunks')} chunks)"
-            rows.append((n, f'<div class="cs-discarded">{escape(text)}</div>'))
         elif kind == "tool-call":
             calls[str(ev.get("id"))] = (n, ev)
         elif kind == "tool-result" and str(ev.get("id")) in calls:
             start, call = calls.pop(str(ev.get("id")))
-            state = "error" if ev.get("isError") else "ok"
-            cap = f"{format_ms(float(ev.get('durationMs') or 0))} · {state}"
-            text = f"{call.get('name')}({call.get('arguments') or ''}) → {ev.get('content')}"
-            html = _agent_row(
-                "cs-tool-span",
-                f"tool {call.get('name')}",
-                geo.between(start, n),
-                cap,
-                text,
-                data_tool=call.get("name"),
-                data_state=state,
-            )
-            rows.append((start, html))
-        elif kind == "loop-end":
-            code = f" · {ev.get('code')}" if ev.get("code") else ""
-            text = f"run {ev.get('outcome')}{code} · {ev.get('steps')} steps"
-            rows.append(
-                (n, f'<div class="cs-outcome"{_attrs(data_outcome=ev.get("outcome"))}>{escape(text)}</div>')
-            )
+            rows.append((start, _tool_row(call, ev, geo.between(start, n))))
+        else:
+            html = _event_row(kind, ev)
+            if html is not None:
+                rows.append((n, html))
     if waiting is not None:
         rows.append((waiting[0], _retry_row(waiting[1], geo.between(waiting[0], len(records)))))
     for start, call in calls.values():  # a tool still running when the picture was taken
-        rows.append(
-            (
-                start,
-                _agent_row(
-                    "cs-tool-span",
-                    f"tool {call.get('name')}",
-                    geo.between(start, len(records)),
-                    "running",
-                    f"{call.get('name')}({call.get('arguments') or ''})",
-                    data_tool=call.get("name"),
-                    data_state="running",
-                ),
-            )
-        )
+        rows.append((start, _tool_row(call, None, geo.between(start, len(records)))))
     return rows
+
+
+def _event_row(kind: Any, ev: dict[str, Any]) -> str | None:
+    """The one-line rows of an agent run: a step's start, discarded output, the run's outcome."""
+    if kind == "step-start":
+        step = ev.get("step")
+        return f'<div class="cs-step"{_attrs(data_step=step)}>step {escape(str(step))}</div>'
+    if kind == "discarded":
+        text = f"partial output of attempt {ev.get('attempt')} discarded ({ev.get('chunks')} chunks)"
+        return f'<div class="cs-discarded">{escape(text)}</div>'
+    if kind == "loop-end":
+        code = f" · {ev.get('code')}" if ev.get("code") else ""
+        text = f"run {ev.get('outcome')}{code} · {ev.get('steps')} steps"
+        return f'<div class="cs-outcome"{_attrs(data_outcome=ev.get("outcome"))}>{escape(text)}</div>'
+    return None
+
+
+def _tool_row(call: dict[str, Any], result: dict[str, Any] | None, bar: tuple[float, float]) -> str:
+    """A tool call's span: finished (``result``, its tool-result event) or still running (None)."""
+    signature = f"{call.get('name')}({call.get('arguments') or ''})"
+    if result is None:
+        state, cap, text = "running", "running", signature
+    else:
+        state = "error" if result.get("isError") else "ok"
+        cap = f"{format_ms(float(result.get('durationMs') or 0))} · {state}"
+        text = f"{signature} → {result.get('content')}"
+    name = call.get("name")
+    return _agent_row("cs-tool-span", f"tool {name}", bar, cap, text, data_tool=name, data_state=state)
 
 
 def _retry_row(ev: dict[str, Any], bar: tuple[float, float]) -> str:

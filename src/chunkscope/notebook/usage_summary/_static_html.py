@@ -48,7 +48,7 @@ def usage_state(log: Any, title: str = "") -> dict[str, Any]:
         "cacheHitRate": totals["cache_hit_rate"],
         "cost": totals["cost"],
         "currency": totals.get("currency"),
-        "unpriced": totals["unpriced_rows"],
+        "unpriced": totals["unpriced_attempts"],
         "progress": list(progress) if progress is not None else None,
     }
 
@@ -86,12 +86,26 @@ def usage_html(state: dict[str, Any], *, include_css: bool = True) -> str:
     title = state.get("title") or "Token usage"
     out.append(f'<div class="cs-usage-head"><span class="cs-usage-title">{escape(str(title))}</span></div>')
     if done is not None:
-        pct = 100.0 * done / total if total else 100.0
-        out.append(
-            '<div class="cs-usage-progress">'
-            f'<div class="cs-usage-bar"><div class="cs-usage-fill" style="width:{pct:.1f}%"></div></div>'
-            f'<span class="cs-usage-progress-text">{int(done)} / {int(total or 0)} calls</span></div>'
-        )
+        out.append(_progress_html(done, total))
+    out.append(_stats_html(state))
+    out.append(_tokens_html(state.get("tokens") or {}))
+    out.append(_codes_html(state.get("errorsByCode") or []))
+    if state.get("unpriced"):
+        out.append(f'<div class="cs-usage-note">{int(state["unpriced"])} attempts of unpriced models</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _progress_html(done: int, total: int | None) -> str:
+    pct = 100.0 * done / total if total else 100.0
+    return (
+        '<div class="cs-usage-progress">'
+        f'<div class="cs-usage-bar"><div class="cs-usage-fill" style="width:{pct:.1f}%"></div></div>'
+        f'<span class="cs-usage-progress-text">{int(done)} / {int(total or 0)} calls</span></div>'
+    )
+
+
+def _stats_html(state: dict[str, Any]) -> str:
     stats = [
         ("calls", "calls", format_count(state["calls"])),
         ("attempts", "attempts", format_count(state["attempts"])),
@@ -99,15 +113,18 @@ def usage_html(state: dict[str, Any], *, include_css: bool = True) -> str:
         ("cacheHitRate", "cache hit rate", format_rate(state.get("cacheHitRate"))),
         ("cost", "cost so far", format_cost(state.get("cost"), state.get("currency"))),
     ]
-    out.append('<div class="cs-usage-stats">')
+    out = ['<div class="cs-usage-stats">']
     for field, label, value in stats:
         out.append(
             f'<div class="cs-usage-stat"><span class="cs-usage-label">{escape(label)}</span>'
             f'<span class="cs-usage-value" data-field="{field}">{escape(value)}</span></div>'
         )
     out.append("</div>")
-    out.append('<div class="cs-usage-tokens">')
-    tokens = state.get("tokens") or {}
+    return "".join(out)
+
+
+def _tokens_html(tokens: dict[str, Any]) -> str:
+    out = ['<div class="cs-usage-tokens">']
     for key, _, label in TOKEN_KINDS:
         out.append(
             f'<span class="cs-usage-token" data-kind="{key}">'
@@ -116,16 +133,17 @@ def usage_html(state: dict[str, Any], *, include_css: bool = True) -> str:
             f"{escape(format_count(int(tokens.get(key) or 0)))}</span></span>"
         )
     out.append("</div>")
-    codes = state.get("errorsByCode") or []
-    if codes:
-        out.append('<div class="cs-usage-errors">')
-        for code, n in codes:
-            out.append(
-                f'<span class="cs-usage-code" data-code="{escape(str(code))}">{escape(str(code))} '
-                f"<b>{int(n)}</b></span>"
-            )
-        out.append("</div>")
-    if state.get("unpriced"):
-        out.append(f'<div class="cs-usage-note">{int(state["unpriced"])} attempts of unpriced models</div>')
+    return "".join(out)
+
+
+def _codes_html(codes: list[Any]) -> str:
+    if not codes:
+        return ""
+    out = ['<div class="cs-usage-errors">']
+    for code, n in codes:
+        out.append(
+            f'<span class="cs-usage-code" data-code="{escape(str(code))}">{escape(str(code))} '
+            f"<b>{int(n)}</b></span>"
+        )
     out.append("</div>")
     return "".join(out)
