@@ -339,23 +339,7 @@ class _Runner:
 
     async def refusal_case(self) -> CaseResult:
         name = REFUSAL_CASE
-        attempts: list[tuple[str, dict[str, Any], str]] = []
-        unsupported = [o for o in OPTIONAL_OPTIONS if o not in self.supported]
-        if unsupported:
-            values = {o: _OPTION_VALUES.get(o) for o in unsupported}
-            if "reasoning_effort" in values:
-                values["reasoning_effort"] = _UNLISTED_EFFORT
-            if "signal" in values:
-                values["signal"] = AbortController().signal
-            attempts.append((", ".join(unsupported), values, "UNSUPPORTED_OPTION"))
-        if "reasoning_effort" in self.supported:
-            attempts.append(
-                (
-                    f"reasoning_effort={_UNLISTED_EFFORT!r}",
-                    {"reasoning_effort": _UNLISTED_EFFORT},
-                    "UNSUPPORTED_REASONING_EFFORT",
-                )
-            )
+        attempts = _refusal_attempts(self.supported)
         problems: list[str] = []
         observed: list[str] = []
         raw: _Probe | None = None
@@ -373,24 +357,14 @@ class _Runner:
             raw = probe if probe.raw_error is not None and not isinstance(probe.raw_error, LlmError) else raw
             sent = self.received(since)
             all_requests.extend(sent)
-            got = last.error.code if last.error is not None else _finish_text(last)
-            observed.append(f"{what}: {got}{' after a request was sent' if sent else ''}")
-            if last.error is None or last.error.code != code:
-                problems.append(f"{what} gave {got}, not LlmError {code}")
-            if sent:
-                problems.append(f"{what} reached the provider ({plural(len(sent), 'request')})")
+            seen, wrong = _refusal_outcome(what, code, last, sent)
+            observed.append(seen)
+            problems.extend(wrong)
         expected = "; ".join(f"{what}: LlmError {code}, no request" for what, _, code in attempts)
-        if problems:
-            sentence = (
-                "Call self.prepare(options) (or check the options yourself) at the top of stream(), "
-                "before any I/O, and raise LlmError UNSUPPORTED_OPTION / UNSUPPORTED_REASONING_EFFORT: "
-                + "; ".join(problems)
-                + "."
-            )
-        else:
-            sentence = "Every option it cannot honour was refused with its code before any request was sent."
         checks = [
-            CheckResult(name, "refusal", not problems, expected, "; ".join(observed), sentence),
+            CheckResult(
+                name, "refusal", not problems, expected, "; ".join(observed), _refusal_sentence(problems)
+            ),
             _llm_error_check(name, raw if raw is not None else _Probe()),
         ]
         return CaseResult(
@@ -401,6 +375,56 @@ class _Runner:
             result=last,
             requests=tuple(all_requests),
         )
+
+
+def _refusal_attempts(supported: frozenset[str]) -> list[tuple[str, dict[str, Any], str]]:
+    """What the refusal case asks for (label, option values, the code it must raise).
+
+    Every optional option the adapter does not declare, at once; and, when it
+    declares ``reasoning_effort``, an effort no model lists.
+    """
+    attempts: list[tuple[str, dict[str, Any], str]] = []
+    unsupported = [o for o in OPTIONAL_OPTIONS if o not in supported]
+    if unsupported:
+        values = {o: _OPTION_VALUES.get(o) for o in unsupported}
+        if "reasoning_effort" in values:
+            values["reasoning_effort"] = _UNLISTED_EFFORT
+        if "signal" in values:
+            values["signal"] = AbortController().signal
+        attempts.append((", ".join(unsupported), values, "UNSUPPORTED_OPTION"))
+    if "reasoning_effort" in supported:
+        attempts.append(
+            (
+                f"reasoning_effort={_UNLISTED_EFFORT!r}",
+                {"reasoning_effort": _UNLISTED_EFFORT},
+                "UNSUPPORTED_REASONING_EFFORT",
+            )
+        )
+    return attempts
+
+
+def _refusal_outcome(
+    what: str, code: str, result: StreamResult, sent: Sequence[ReceivedRequest]
+) -> tuple[str, list[str]]:
+    """(what was observed, the problems) of one refusal attempt: it must raise ``code`` and send nothing."""
+    got = result.error.code if result.error is not None else _finish_text(result)
+    problems = []
+    if result.error is None or result.error.code != code:
+        problems.append(f"{what} gave {got}, not LlmError {code}")
+    if sent:
+        problems.append(f"{what} reached the provider ({plural(len(sent), 'request')})")
+    return f"{what}: {got}{' after a request was sent' if sent else ''}", problems
+
+
+def _refusal_sentence(problems: list[str]) -> str:
+    if not problems:
+        return "Every option it cannot honour was refused with its code before any request was sent."
+    return (
+        "Call self.prepare(options) (or check the options yourself) at the top of stream(), "
+        "before any I/O, and raise LlmError UNSUPPORTED_OPTION / UNSUPPORTED_REASONING_EFFORT: "
+        + "; ".join(problems)
+        + "."
+    )
 
 
 # --- the checks --------------------------------------------------------------------
@@ -420,30 +444,32 @@ def _observed_outcome(result: StreamResult) -> str:
 
 
 def _profile_checks(case: str, result: StreamResult) -> list[CheckResult]:
-    out = []
     strict = [v for v in result.violations if v.severity == "error"]
+    return [_profile_check(case, "strict", strict), _profile_check(case, "dsh", _dsh_errors(result))]
+
+
+def _dsh_errors(result: StreamResult) -> list[Violation]:
+    """The stream's errors under the ``dsh`` profile (the close rules only when it did not raise)."""
     dsh = Checker("dsh")
     found: list[Violation] = []
     for chunk in result.chunks:
         found.extend(dsh.feed(chunk))
     if result.error is None:
         found.extend(dsh.close())
-    dsh_errors = [v for v in found if v.severity == "error"]
-    for profile, errors in (("strict", strict), ("dsh", dsh_errors)):
-        if errors:
-            first = errors[0]
-            rules = sorted({v.rule for v in errors})
-            sentence = (
-                f"Under the {profile} profile the stream breaks {', '.join(rules)}: "
-                f"at chunk {first.position}, {first.message}"
-            )
-            observed = "; ".join(f"#{v.position} {v.rule}" for v in errors[:8])
-            out.append(CheckResult(case, profile, False, "no violation", observed, sentence, first.position))
-        else:
-            out.append(
-                CheckResult(case, profile, True, "no violation", "no violation", f"Clean under {profile}.")
-            )
-    return out
+    return [v for v in found if v.severity == "error"]
+
+
+def _profile_check(case: str, profile: str, errors: list[Violation]) -> CheckResult:
+    if not errors:
+        return CheckResult(case, profile, True, "no violation", "no violation", f"Clean under {profile}.")
+    first = errors[0]
+    rules = sorted({v.rule for v in errors})
+    sentence = (
+        f"Under the {profile} profile the stream breaks {', '.join(rules)}: "
+        f"at chunk {first.position}, {first.message}"
+    )
+    observed = "; ".join(f"#{v.position} {v.rule}" for v in errors[:8])
+    return CheckResult(case, profile, False, "no violation", observed, sentence, first.position)
 
 
 def _tool_calls(result: StreamResult) -> list[tuple[str, str]]:
@@ -494,31 +520,46 @@ def _outcome_check(
     if raw is not None and not isinstance(raw, LlmError):
         observed = f"raised {type(raw).__name__} (not an LlmError)"
     if finish is None:
-        expected = f"raised LlmError {code}"
-        ok = result.error is not None and result.error.code == code and isinstance(probe.raw_error, LlmError)
-        fix = (
-            f"Raise LlmError with code {code} for this failure (docs/protocol.md §4) instead of "
-            + ("finishing normally" if result.error is None else f"{observed}")
-            + "."
-        )
+        expected, ok, fix = _expect_raised(result, probe, code, observed)
     elif finish == "error":
-        expected = f"finish error ({code})"
-        got = result.finish.failure.code if result.finish is not None and result.finish.failure else None
-        ok = (
-            result.error is None
-            and result.finish is not None
-            and result.finish.kind == "error"
-            and got == code
-        )
-        fix = f"End the stream with an error finish whose failure code is {code}; got {observed}."
+        expected, ok, fix = _expect_error_finish(result, code, observed)
     else:
-        expected = f"finish {finish}"
-        ok = result.error is None and result.finish is not None and result.finish.kind == finish
-        fix = f"Map the wire's stop reason to a {finish} finish; got {observed}."
+        expected, ok, fix = _expect_finish(result, finish, observed)
     if ok:
         return CheckResult(case, "outcome", True, expected, observed, f"Ends as documented: {expected}.")
     position = len(result.chunks) - 1 if result.chunks else None
     return CheckResult(case, "outcome", False, expected, observed, fix, position)
+
+
+def _expect_raised(
+    result: StreamResult, probe: _Probe, code: str | None, observed: str
+) -> tuple[str, bool, str]:
+    """(expected, met, fix) for a case that must raise LlmError ``code``."""
+    expected = f"raised LlmError {code}"
+    ok = result.error is not None and result.error.code == code and isinstance(probe.raw_error, LlmError)
+    fix = (
+        f"Raise LlmError with code {code} for this failure (docs/protocol.md §4) instead of "
+        + ("finishing normally" if result.error is None else f"{observed}")
+        + "."
+    )
+    return expected, ok, fix
+
+
+def _expect_error_finish(result: StreamResult, code: str | None, observed: str) -> tuple[str, bool, str]:
+    """(expected, met, fix) for a case that must end with an error finish whose failure is ``code``."""
+    expected = f"finish error ({code})"
+    got = result.finish.failure.code if result.finish is not None and result.finish.failure else None
+    ok = result.error is None and result.finish is not None and result.finish.kind == "error" and got == code
+    fix = f"End the stream with an error finish whose failure code is {code}; got {observed}."
+    return expected, ok, fix
+
+
+def _expect_finish(result: StreamResult, finish: str, observed: str) -> tuple[str, bool, str]:
+    """(expected, met, fix) for a case that must end with a ``finish`` finish."""
+    expected = f"finish {finish}"
+    ok = result.error is None and result.finish is not None and result.finish.kind == finish
+    fix = f"Map the wire's stop reason to a {finish} finish; got {observed}."
+    return expected, ok, fix
 
 
 def _llm_error_check(case: str, probe: _Probe) -> CheckResult:
@@ -576,37 +617,74 @@ def _request_check(
 def _request_problems(
     wire: str, request: ReceivedRequest, model: str, supported: frozenset[str]
 ) -> list[str]:
-    problems = []
-    agent = request.headers.get("user-agent", "")
-    if not _USER_AGENT.match(agent):
-        problems.append(
-            f"merge attribution_headers() into every request (User-Agent was {agent!r}, "
-            f"expected the form {attribution_headers()['User-Agent']!r})"
-        )
+    problems = _attribution_problems(request)
     body = request.body
     if not isinstance(body, dict):
         return [*problems, "send a JSON object body"]
+    problems.extend(_body_problems(body, model))
+    problems.extend(_option_problems(_sent_options(wire, body), body, supported))
+    return problems
+
+
+def _attribution_problems(request: ReceivedRequest) -> list[str]:
+    agent = request.headers.get("user-agent", "")
+    if _USER_AGENT.match(agent):
+        return []
+    return [
+        f"merge attribution_headers() into every request (User-Agent was {agent!r}, "
+        f"expected the form {attribution_headers()['User-Agent']!r})"
+    ]
+
+
+def _body_problems(body: dict[str, Any], model: str) -> list[str]:
+    """What every request body needs on any wire: the model, the stream flag, the caller's messages."""
+    problems = []
     if body.get("model") != model:
         problems.append(f"send model {model!r} (sent {body.get('model')!r})")
     if body.get("stream") is not True:
         problems.append('ask for a stream ("stream": true)')
     if PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
         problems.append("send the caller's messages (the user's text is missing)")
-    sent = WIRES[wire].sent(body)
-    system_sent = _SYSTEM in json.dumps(sent.system, ensure_ascii=False)
-    stop_sent = _STOP in sent.stops
-    tool_names, max_tokens = sent.tool_names, sent.max_tokens
-    if "system" in supported and not system_sent:
-        problems.append("send the system prompt")
-    if "temperature" in supported and body.get("temperature") != _TEMPERATURE:
-        problems.append(f"send temperature {_TEMPERATURE} (sent {body.get('temperature')!r})")
-    if "max_tokens" in supported and max_tokens != _MAX_TOKENS:
-        problems.append(f"send max_tokens {_MAX_TOKENS} (sent {max_tokens!r})")
-    if "stop" in supported and not stop_sent:
-        problems.append("send the stop sequences")
-    if "tools" in supported and "get_weather" not in tool_names:
-        problems.append("send the tools")
     return problems
+
+
+@dataclass(frozen=True)
+class _SentOptions:
+    """The conformance options as the request body carried them."""
+
+    system_sent: bool
+    stop_sent: bool
+    tool_names: list[Any]
+    max_tokens: Any
+
+
+def _sent_options(wire: str, body: dict[str, Any]) -> _SentOptions:
+    """The body read back through its wire's own reader (the wire table's ``sent``)."""
+    sent = WIRES[wire].sent(body)
+    return _SentOptions(
+        _SYSTEM in json.dumps(sent.system, ensure_ascii=False), _STOP in sent.stops, sent.tool_names,
+        sent.max_tokens,
+    )
+
+
+def _option_problems(sent: _SentOptions, body: dict[str, Any], supported: frozenset[str]) -> list[str]:
+    """Each option the adapter declares must reach the body with the value the case gave."""
+    checks = (  # (option, sent as given, the fix)
+        ("system", sent.system_sent, "send the system prompt"),
+        (
+            "temperature",
+            body.get("temperature") == _TEMPERATURE,
+            f"send temperature {_TEMPERATURE} (sent {body.get('temperature')!r})",
+        ),
+        (
+            "max_tokens",
+            sent.max_tokens == _MAX_TOKENS,
+            f"send max_tokens {_MAX_TOKENS} (sent {sent.max_tokens!r})",
+        ),
+        ("stop", sent.stop_sent, "send the stop sequences"),
+        ("tools", "get_weather" in sent.tool_names, "send the tools"),
+    )
+    return [fix for option, ok, fix in checks if option in supported and not ok]
 
 
 def _abort_check(
@@ -614,27 +692,9 @@ def _abort_check(
 ) -> CheckResult:
     expected = f"LlmError ABORTED (or an aborted finish) within {ABORT_LIMIT_S * 1000:.0f} ms of abort()"
     outcome = _observed_outcome(result)
-    if ended_early and result.error is not None and result.error.code == "UNSUPPORTED_OPTION":
-        sentence = (
-            "Honour options.signal: list 'signal' in supported_options and pass it to the request, "
-            "so that a caller can abort a stream."
-        )
-        return CheckResult(case, "abort", False, expected, f"refused the signal: {outcome}", sentence)
-    if ended_early:
-        sentence = (
-            f"The stream ended ({outcome}) before the abort, although the provider was still sending: "
-            "stream the response as it arrives instead of waiting for all of it."
-        )
-        return CheckResult(case, "abort", False, expected, f"ended before the abort: {outcome}", sentence)
-    if elapsed is None:
-        sentence = (
-            "Listen to options.signal: the stream went on after abort(); cancel the pending read "
-            "(signal.add_callback / await signal.wait()) and raise LlmError ABORTED."
-        )
-        return CheckResult(case, "abort", False, expected, "still running 2 s after abort()", sentence)
-    aborted = (result.error is not None and result.error.code == "ABORTED") or (
-        result.error is None and result.finish is not None and result.finish.kind == "aborted"
-    )
+    if ended_early or elapsed is None:
+        observed, sentence = _abort_not_reached(result, outcome, ended_early)
+        return CheckResult(case, "abort", False, expected, observed, sentence)
     raw = probe.raw_error
     if raw is not None and not isinstance(raw, LlmError):
         outcome = f"raised {type(raw).__name__}"
@@ -645,12 +705,40 @@ def _abort_check(
             f"(limit {ABORT_LIMIT_S * 1000:.0f} ms); cancel the pending network read when the signal fires."
         )
         return CheckResult(case, "abort", False, expected, observed, sentence)
-    if not aborted:
+    if not _aborted(result):
         sentence = f"Report the caller's abort as LlmError ABORTED (or an aborted finish), not {outcome}."
         return CheckResult(case, "abort", False, expected, observed, sentence)
     return CheckResult(
         case, "abort", True, expected, observed, "The abort ended the stream at once, as ABORTED."
     )
+
+
+def _aborted(result: StreamResult) -> bool:
+    """The stream ended as the caller's abort: LlmError ABORTED, or an aborted finish."""
+    if result.error is not None:
+        return result.error.code == "ABORTED"
+    return result.finish is not None and result.finish.kind == "aborted"
+
+
+def _abort_not_reached(result: StreamResult, outcome: str, ended_early: bool) -> tuple[str, str]:
+    """(observed, fix) when the abort never took effect: the signal refused, the stream over, or ignored."""
+    if ended_early and result.error is not None and result.error.code == "UNSUPPORTED_OPTION":
+        sentence = (
+            "Honour options.signal: list 'signal' in supported_options and pass it to the request, "
+            "so that a caller can abort a stream."
+        )
+        return f"refused the signal: {outcome}", sentence
+    if ended_early:
+        sentence = (
+            f"The stream ended ({outcome}) before the abort, although the provider was still sending: "
+            "stream the response as it arrives instead of waiting for all of it."
+        )
+        return f"ended before the abort: {outcome}", sentence
+    sentence = (
+        "Listen to options.signal: the stream went on after abort(); cancel the pending read "
+        "(signal.add_callback / await signal.wait()) and raise LlmError ABORTED."
+    )
+    return "still running 2 s after abort()", sentence
 
 
 async def _connection_check(case: str, requests: Sequence[ReceivedRequest]) -> CheckResult:

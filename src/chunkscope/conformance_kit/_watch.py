@@ -301,83 +301,114 @@ class _Watch:
             daemon=True,  # an adapter stuck for good must not keep the interpreter alive
         )
         thread.start()
-        setup_limit = self.timeout + _SETUP_GRACE_S
         try:
             while True:
                 try:
                     kind, value = worker.events.get(timeout=_BEAT_S)
                 except queue.Empty:
-                    pass
+                    ended = self._check_worker(worker, deadline, first)
                 else:
-                    if kind == "adapter":
-                        self.label = value
-                    elif kind == "case":
-                        self.cases[value.name] = value
-                    elif kind == "problem":
-                        self.problems.append(value)
-                    elif kind == "error":
-                        if first:
-                            raise value
-                        # a later worker only runs what a hung case left: its failure ends the run, reported
-                        what = f"{type(value).__name__}: {value}"
-                        return f"rebuilding the adapter after a hung case failed: {what}"
-                    elif kind == "done":
-                        return None
-                    continue
-                now = time.monotonic()
-                phase, case, started, beat = worker.state()
-                if self.cancelled.is_set():
-                    return "the run was cancelled"
-                if now > deadline:
-                    if case is not None and phase == "case":
-                        self.cases[case] = _time_case(
-                            case,
-                            f"still running when the run's budget of {self.total_timeout:g} s was spent",
-                            f"The run's time budget (total_timeout={self.total_timeout:g} s) was spent "
-                            "during this case; the kit stopped it",
-                            self.total_timeout,
-                        )
-                    return f"the run's time budget (total_timeout={self.total_timeout:g} s) was spent"
-                if phase == "setup":
-                    if now - started > setup_limit:
-                        if first:
-                            raise ConformanceError(
-                                f"the adapter was not built within {setup_limit:g} s "
-                                "(the factory, or the local provider's start, hangs)"
-                            )
-                        return f"rebuilding the adapter after a hung case took over {setup_limit:g} s"
-                    continue
-                if phase == "closing" or case is None:
-                    if now - started > _CLOSE_GRACE_S:
-                        if now - beat > _MIN_BLOCK_S:
-                            self.problems.append(
-                                f"{self.label}.aclose() blocked the event loop for over {now - beat:.1f} s: "
-                                "close the client without synchronous waits (the kit abandoned it)"
-                            )
-                        return None  # every case is in; a shutdown that hangs is not worth waiting for
-                    continue
-                blocked = now - beat
-                if blocked > max(self.timeout, _MIN_BLOCK_S):
-                    self.cases[case] = _time_case(
-                        case,
-                        f"the event loop was blocked for over {blocked:.1f} s",
-                        "Never block the event loop inside stream(): a synchronous sleep, socket or file "
-                        "read or a long computation there stops every other task (await asyncio.sleep, use "
-                        "an async client, or asyncio.to_thread); the kit abandoned this case and ran the "
-                        "next ones on a fresh adapter",
-                        self.timeout,
-                    )
-                    return None
-                limit = hard_limit(self.timeout)
-                if now - started > limit:
-                    self.cases[case] = _time_case(
-                        case,
-                        f"still running {limit:g} s after it began",
-                        f"The case did not end within {limit:g} s although the kit aborted and cancelled "
-                        "its stream: end the stream on abort and let CancelledError through; the kit "
-                        "abandoned it and ran the next ones on a fresh adapter",
-                        limit,
-                    )
-                    return None
+                    ended = self._on_event(kind, value, first)
+                if ended is not None:
+                    return ended.reason
         finally:
             worker.stop.set()
+
+    def _on_event(self, kind: str, value: Any, first: bool) -> _Ended | None:
+        """Take in one report of the worker."""
+        if kind == "adapter":
+            self.label = value
+        elif kind == "case":
+            self.cases[value.name] = value
+        elif kind == "problem":
+            self.problems.append(value)
+        elif kind == "error":
+            if first:
+                raise value
+            # a later worker only runs what a hung case left: its failure ends the run, reported
+            what = f"{type(value).__name__}: {value}"
+            return _Ended(f"rebuilding the adapter after a hung case failed: {what}")
+        elif kind == "done":
+            return _Ended(None)
+        return None
+
+    def _check_worker(self, worker: _Worker, deadline: float, first: bool) -> _Ended | None:
+        """A quiet beat: is the run cancelled, its budget spent, or the worker stuck in its phase?"""
+        now = time.monotonic()
+        phase, case, started, beat = worker.state()
+        if self.cancelled.is_set():
+            return _Ended("the run was cancelled")
+        if now > deadline:
+            return _Ended(self._budget_spent(case if phase == "case" else None))
+        if phase == "setup":
+            return self._check_setup(now - started, first)
+        if phase == "closing" or case is None:
+            return self._check_closing(now, started, beat)
+        return self._check_case(case, now, started, beat)
+
+    def _budget_spent(self, case: str | None) -> str:
+        """Time out the running ``case`` (if any) on the run's budget; the reason the run stops."""
+        if case is not None:
+            self.cases[case] = _time_case(
+                case,
+                f"still running when the run's budget of {self.total_timeout:g} s was spent",
+                f"The run's time budget (total_timeout={self.total_timeout:g} s) was spent "
+                "during this case; the kit stopped it",
+                self.total_timeout,
+            )
+        return f"the run's time budget (total_timeout={self.total_timeout:g} s) was spent"
+
+    def _check_setup(self, elapsed: float, first: bool) -> _Ended | None:
+        setup_limit = self.timeout + _SETUP_GRACE_S
+        if elapsed <= setup_limit:
+            return None
+        if first:
+            raise ConformanceError(
+                f"the adapter was not built within {setup_limit:g} s "
+                "(the factory, or the local provider's start, hangs)"
+            )
+        return _Ended(f"rebuilding the adapter after a hung case took over {setup_limit:g} s")
+
+    def _check_closing(self, now: float, started: float, beat: float) -> _Ended | None:
+        if now - started <= _CLOSE_GRACE_S:
+            return None
+        if now - beat > _MIN_BLOCK_S:
+            self.problems.append(
+                f"{self.label}.aclose() blocked the event loop for over {now - beat:.1f} s: "
+                "close the client without synchronous waits (the kit abandoned it)"
+            )
+        return _Ended(None)  # every case is in; a shutdown that hangs is not worth waiting for
+
+    def _check_case(self, case: str, now: float, started: float, beat: float) -> _Ended | None:
+        """A case that blocks the event loop, or outlives the hard limit, is abandoned with its worker."""
+        blocked = now - beat
+        if blocked > max(self.timeout, _MIN_BLOCK_S):
+            self.cases[case] = _time_case(
+                case,
+                f"the event loop was blocked for over {blocked:.1f} s",
+                "Never block the event loop inside stream(): a synchronous sleep, socket or file "
+                "read or a long computation there stops every other task (await asyncio.sleep, use "
+                "an async client, or asyncio.to_thread); the kit abandoned this case and ran the "
+                "next ones on a fresh adapter",
+                self.timeout,
+            )
+            return _Ended(None)
+        limit = hard_limit(self.timeout)
+        if now - started > limit:
+            self.cases[case] = _time_case(
+                case,
+                f"still running {limit:g} s after it began",
+                f"The case did not end within {limit:g} s although the kit aborted and cancelled "
+                "its stream: end the stream on abort and let CancelledError through; the kit "
+                "abandoned it and ran the next ones on a fresh adapter",
+                limit,
+            )
+            return _Ended(None)
+        return None
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A worker's turn is over; ``reason`` says why the whole run must stop (None: go on with the rest)."""
+
+    reason: str | None

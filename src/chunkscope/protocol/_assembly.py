@@ -605,18 +605,7 @@ async def collect(
     iterator, is_async = open_source(stream)
     completed = False
     try:
-        if is_async:
-            while True:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                mark(clock() - start)
-                add(chunk)
-        else:
-            for chunk in iterator:  # a plain loop: a sync source pays no await per chunk
-                mark(clock() - start)
-                add(chunk)
+        await _pump(iterator, is_async, add, mark, clock, start)
         completed = True
     except LlmError as exc:
         error = exc
@@ -625,16 +614,50 @@ async def collect(
     except BaseException:
         if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
             cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
-            partial = inspector.result(cancelled)
-            partial.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
+            partial = _timed_result(inspector, cancelled, times, clock, start, started_at)
             log.record(partial, provider=provider, model=model, tags=tags)
         raise
     finally:
         if not completed:
             with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
                 await close_source(iterator)
-    result = inspector.result(error)
-    result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
+    result = _timed_result(inspector, error, times, clock, start, started_at)
     if log is not None:
         log.record(result, provider=provider, model=model, tags=tags)
+    return result
+
+
+async def _pump(
+    iterator: Any,
+    is_async: bool,
+    add: Callable[[Any], Any],
+    mark: Callable[[float], None],
+    clock: Callable[[], float],
+    start: float,
+) -> None:
+    """Hand every chunk of the opened source to ``add``, marking its arrival time first."""
+    if is_async:
+        while True:
+            try:
+                chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            mark(clock() - start)
+            add(chunk)
+    for chunk in iterator:  # a plain loop: a sync source pays no await per chunk
+        mark(clock() - start)
+        add(chunk)
+
+
+def _timed_result(
+    inspector: StreamInspector,
+    error: LlmError | None,
+    times: list[float],
+    clock: Callable[[], float],
+    start: float,
+    started_at: float,
+) -> StreamResult:
+    """The inspector's result with its timings (the total read from ``clock`` once it is built)."""
+    result = inspector.result(error)
+    result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
     return result

@@ -317,22 +317,7 @@ class Checker:
         index = chunk.index
         block = self._open.get(index)
         if block is None:
-            ended = self._ended.get(index)
-            if ended is not None:
-                why = f"block {index} already ended at chunk {ended.end}"
-            elif index < 0:
-                why = "block indexes are non-negative"
-            else:
-                why = f"no block {index} was started"
-            return (
-                _violation(
-                    "delta-index",
-                    pos,
-                    chunk,
-                    f"{chunk.type} for index {index} arrived, but {why}; "
-                    f"a delta goes to an open {kind} block",
-                ),
-            )
+            return self._delta_without_block(chunk, kind)
         if block.kind != kind:
             return (
                 _violation(
@@ -347,29 +332,61 @@ class Checker:
         if self._strict:
             current = self._cur
             if current is not _NO_BLOCK and current is not block:
-                found = (
-                    _violation(
-                        "no-interleave",
-                        pos,
-                        chunk,
-                        f"{chunk.type} for block {index} arrived while block {current.index} is the open "
-                        "block; deltas go only to the block opened last",
-                    ),
-                )
+                found = self._interleaved(chunk, current)
         else:
             self._cur = block
         block.parts.append(text)
         if kind is _TOOL:
             assert type(chunk) is ToolCallDelta
-            if chunk.name:
-                block.name = chunk.name
-            if self._strict:
-                # Judged even behind a no-interleave, so that the id is known to later calls;
-                # reported only when it is this chunk's first fault.
-                id_found = self._check_delta_id(chunk, block)
-                found = found or id_found
-            elif block.call_id is None:
-                block.call_id = chunk.id
+            return self._first_tool_delta(chunk, block, found)
+        return found
+
+    def _delta_without_block(
+        self, chunk: TextDelta | ReasoningDelta | ToolCallDelta, kind: str
+    ) -> Sequence[Violation]:
+        index = chunk.index
+        ended = self._ended.get(index)
+        if ended is not None:
+            why = f"block {index} already ended at chunk {ended.end}"
+        elif index < 0:
+            why = "block indexes are non-negative"
+        else:
+            why = f"no block {index} was started"
+        return (
+            _violation(
+                "delta-index",
+                self._pos,
+                chunk,
+                f"{chunk.type} for index {index} arrived, but {why}; a delta goes to an open {kind} block",
+            ),
+        )
+
+    def _interleaved(
+        self, chunk: TextDelta | ReasoningDelta | ToolCallDelta, current: _Block
+    ) -> Sequence[Violation]:
+        return (
+            _violation(
+                "no-interleave",
+                self._pos,
+                chunk,
+                f"{chunk.type} for block {chunk.index} arrived while block {current.index} is the open "
+                "block; deltas go only to the block opened last",
+            ),
+        )
+
+    def _first_tool_delta(
+        self, chunk: ToolCallDelta, block: _Block, found: Sequence[Violation]
+    ) -> Sequence[Violation]:
+        """A tool delta that is not its open call's continuation: its name and id are taken in."""
+        if chunk.name:
+            block.name = chunk.name
+        if self._strict:
+            # Judged even behind a no-interleave, so that the id is known to later calls;
+            # reported only when it is this chunk's first fault.
+            id_found = self._check_delta_id(chunk, block)
+            return found or id_found
+        if block.call_id is None:
+            block.call_id = chunk.id
         return found
 
     def _check_delta_id(self, chunk: ToolCallDelta, block: _Block) -> Sequence[Violation]:
@@ -520,83 +537,74 @@ class Checker:
         return self._end_tool(chunk, block, built)
 
     def _end_tool(self, chunk: BlockEnd, block: _Block, built: str) -> Sequence[Violation]:
-        pos = self._pos
-        index = block.index
         said: Any = chunk.block
+        problem = (
+            self._end_tool_id(chunk, block, said)
+            or self._end_tool_name(chunk, block, said)
+            or self._end_tool_arguments(chunk, block, said, built)
+        )
+        if problem is not None:
+            return (problem,)
+        json_problem = _json_problem(built)
+        if json_problem is not None:
+            self._held.append(
+                _violation(
+                    "arguments-json",
+                    self._pos,
+                    chunk,
+                    f"the arguments of tool call {block.index} ({said.name}) " + json_problem,
+                )
+            )
+        return _EMPTY
+
+    def _end_tool_id(self, chunk: BlockEnd, block: _Block, said: Any) -> Violation | None:
+        """The block-end's id: non-empty, the one its deltas used, else (when they used none) unique."""
+        index = block.index
         if not said.id:
-            return (
-                _violation(
-                    "tool-call-id",
-                    pos,
-                    chunk,
-                    f"block-end for tool call {index} has an empty id; a tool call needs a non-empty id",
-                ),
-            )
+            message = f"block-end for tool call {index} has an empty id; a tool call needs a non-empty id"
+            return _violation("tool-call-id", self._pos, chunk, message)
         if block.call_id and said.id != block.call_id:
-            return (
-                _violation(
-                    "tool-call-id",
-                    pos,
-                    chunk,
-                    f"block-end for tool call {index} says id {said.id!r}, but its deltas used "
-                    f"{block.call_id!r}; a tool call keeps one id",
-                ),
+            message = (
+                f"block-end for tool call {index} says id {said.id!r}, but its deltas used "
+                f"{block.call_id!r}; a tool call keeps one id"
             )
+            return _violation("tool-call-id", self._pos, chunk, message)
         if block.call_id is None:  # no delta carried an id: the block-end's is the first
             block.call_id = said.id
             other = self._call_ids.get(said.id)
             if other is not None:
-                return (
-                    _violation(
-                        "tool-call-id",
-                        pos,
-                        chunk,
-                        f"tool call {index} uses id {said.id!r}, which tool call {other} already used; "
-                        "ids are unique in a stream",
-                    ),
+                message = (
+                    f"tool call {index} uses id {said.id!r}, which tool call {other} already used; "
+                    "ids are unique in a stream"
                 )
+                return _violation("tool-call-id", self._pos, chunk, message)
             self._call_ids[said.id] = index
+        return None
+
+    def _end_tool_name(self, chunk: BlockEnd, block: _Block, said: Any) -> Violation | None:
+        index = block.index
         if not said.name:
-            return (
-                _violation(
-                    "tool-call-name",
-                    pos,
-                    chunk,
-                    f"tool call {index} (id {said.id!r}) has no name by its block-end; a call without a "
-                    "name cannot be dispatched",
-                ),
+            message = (
+                f"tool call {index} (id {said.id!r}) has no name by its block-end; a call without a "
+                "name cannot be dispatched"
             )
+            return _violation("tool-call-name", self._pos, chunk, message)
         if block.name and said.name != block.name:
-            return (
-                _violation(
-                    "block-end-match",
-                    pos,
-                    chunk,
-                    f"block-end for tool call {index} names it {said.name!r}, but its deltas named it "
-                    f"{block.name!r}",
-                ),
+            message = (
+                f"block-end for tool call {index} names it {said.name!r}, but its deltas named it "
+                f"{block.name!r}"
             )
-        if said.arguments != built:
-            return (
-                _violation(
-                    "block-end-match",
-                    pos,
-                    chunk,
-                    f"block-end for tool call {index} does not hold the arguments its deltas built: "
-                    + _difference(said.arguments, built),
-                ),
-            )
-        problem = _json_problem(built)
-        if problem is not None:
-            self._held.append(
-                _violation(
-                    "arguments-json",
-                    pos,
-                    chunk,
-                    f"the arguments of tool call {index} ({said.name}) " + problem,
-                )
-            )
-        return _EMPTY
+            return _violation("block-end-match", self._pos, chunk, message)
+        return None
+
+    def _end_tool_arguments(self, chunk: BlockEnd, block: _Block, said: Any, built: str) -> Violation | None:
+        if said.arguments == built:
+            return None
+        message = (
+            f"block-end for tool call {block.index} does not hold the arguments its deltas built: "
+            + _difference(said.arguments, built)
+        )
+        return _violation("block-end-match", self._pos, chunk, message)
 
     def _unpaired_end(self, index: int) -> str:
         head = f"block-end for index {index} arrived, but "
@@ -668,28 +676,11 @@ class Checker:
             )
         self._finish_pos = pos
         self._cur = _NO_BLOCK
-        reason = chunk.reason
-        kind = reason.kind
+        kind = chunk.reason.kind
         found: list[Violation] = []
-        if kind in _FAILING:
-            if reason.failure is None:
-                found.append(
-                    _violation(
-                        "schema",
-                        pos,
-                        chunk,
-                        f"{a(kind)} finish carries no failure; error and aborted finishes say what failed",
-                    )
-                )
-        elif reason.failure is not None:
-            found.append(
-                _violation(
-                    "schema",
-                    pos,
-                    chunk,
-                    f"{a(kind)} finish carries a failure; only error and aborted finishes do",
-                )
-            )
+        failure_problem = _finish_failure_problem(pos, chunk)
+        if failure_problem is not None:
+            found.append(failure_problem)
         if self._strict and kind not in _CUT_ALLOWED:
             found.extend(self._held)
         self._held = []
@@ -704,34 +695,54 @@ class Checker:
                 )
             )
         if self._strict:
-            if kind == "tool-calls" and self._tool_calls == 0:
-                found.append(
-                    _violation(
-                        "finish-consistency",
-                        pos,
-                        chunk,
-                        "a tool-calls finish arrived, but the stream has no tool-call block",
-                    )
-                )
-            elif kind == "stop" and self._started == 0:
-                found.append(
-                    _violation(
-                        "finish-consistency",
-                        pos,
-                        chunk,
-                        "a stop finish arrived, but the stream has no block at all: an empty response "
-                        "(upstream reports it as an error finish with code EMPTY_RESPONSE)",
-                    )
-                )
-            if kind not in _FAILING and self._usage_pos is None:
-                self._usage_missing = _violation(
-                    "usage-missing",
+            self._strict_finish(chunk, found)
+        return found if found else _EMPTY
+
+    def _strict_finish(self, chunk: Finish, found: list[Violation]) -> None:
+        """strict's finish rules: the reason agrees with the blocks, and usage came before it."""
+        pos = self._pos
+        kind = chunk.reason.kind
+        if kind == "tool-calls" and self._tool_calls == 0:
+            found.append(
+                _violation(
+                    "finish-consistency",
                     pos,
                     chunk,
-                    f"{a(kind)} finish arrived with no usage chunk before it; the token accounting is "
-                    "missing",
+                    "a tool-calls finish arrived, but the stream has no tool-call block",
                 )
-        return found if found else _EMPTY
+            )
+        elif kind == "stop" and self._started == 0:
+            found.append(
+                _violation(
+                    "finish-consistency",
+                    pos,
+                    chunk,
+                    "a stop finish arrived, but the stream has no block at all: an empty response "
+                    "(upstream reports it as an error finish with code EMPTY_RESPONSE)",
+                )
+            )
+        if kind not in _FAILING and self._usage_pos is None:
+            self._usage_missing = _violation(
+                "usage-missing",
+                pos,
+                chunk,
+                f"{a(kind)} finish arrived with no usage chunk before it; the token accounting is missing",
+            )
+
+
+def _finish_failure_problem(pos: int, chunk: Finish) -> Violation | None:
+    """Error and aborted finishes say what failed; the others carry no failure."""
+    reason = chunk.reason
+    kind = reason.kind
+    if kind in _FAILING:
+        if reason.failure is None:
+            message = f"{a(kind)} finish carries no failure; error and aborted finishes say what failed"
+            return _violation("schema", pos, chunk, message)
+    elif reason.failure is not None:
+        return _violation(
+            "schema", pos, chunk, f"{a(kind)} finish carries a failure; only error and aborted finishes do"
+        )
+    return None
 
 
 _NO_BLOCK = _Block(-1, "none", -1)  # matches no chunk: its index is never looked up as open

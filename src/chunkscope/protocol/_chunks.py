@@ -362,19 +362,28 @@ def _fast_block(block: Any) -> AnyBlock | None:
         return None
     kind = block.get("type")
     if kind == "text" or kind == "reasoning":  # == on an unhashable value is False, never an error
-        text = block.get("text")
-        if len(block) == 2 and type(text) is str:
-            if kind == "text":
-                return trusted(TextBlock, {"type": "text", "text": text})
-            return trusted(ReasoningBlock, {"type": "reasoning", "text": text})
-    elif kind == "tool-call":
-        call_id = block.get("id")
-        name = block.get("name")
-        arguments = block.get("arguments")
-        if len(block) == 4 and type(call_id) is str and type(name) is str and type(arguments) is str:
-            return trusted(
-                ToolCallBlock, {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-            )
+        return _fast_text_block(kind, block)
+    if kind == "tool-call":
+        return _fast_tool_block(block)
+    return None
+
+
+def _fast_text_block(kind: str, block: dict[str, Any]) -> TextBlock | ReasoningBlock | None:
+    text = block.get("text")
+    if len(block) != 2 or type(text) is not str:
+        return None
+    if kind == "text":
+        return trusted(TextBlock, {"type": "text", "text": text})
+    return trusted(ReasoningBlock, {"type": "reasoning", "text": text})
+
+
+def _fast_tool_block(block: dict[str, Any]) -> ToolCallBlock | None:
+    call_id = block.get("id")
+    name = block.get("name")
+    arguments = block.get("arguments")
+    if len(block) == 4 and type(call_id) is str and type(name) is str and type(arguments) is str:
+        fields = {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+        return trusted(ToolCallBlock, fields)
     return None
 
 
@@ -503,25 +512,7 @@ def describe_invalid(obj: Any, exc: Exception | None = None) -> str:
 
 
 def _describe_error(obj: dict[str, Any], err: Any) -> str:
-    # pydantic puts each discriminated union's tag into the location; keep only
-    # the keys the user actually wrote.
-    loc: list[str] = []
-    node: Any = obj
-    tag_skipped = False
-    for part in list(err.get("loc", ()))[1:]:
-        if not tag_skipped and isinstance(node, dict) and part not in node and node.get("type") == part:
-            tag_skipped = True
-            continue
-        tag_skipped = False
-        loc.append(str(part))
-        node = (
-            node.get(part)
-            if isinstance(node, dict)
-            else (
-                node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
-            )
-        )
-    where = ".".join(loc) or "the chunk"
+    where = ".".join(_written_location(obj, list(err.get("loc", ()))[1:])) or "the chunk"
     kind = err.get("type", "")
     if kind == "missing":
         return f"{where!r} is missing"
@@ -532,3 +523,31 @@ def _describe_error(obj: dict[str, Any], err: Any) -> str:
     if len(got_text) > 40:
         got_text = got_text[:37] + "..."
     return f"{where!r}: {str(err.get('msg', 'invalid')).lower()} (got {got_text})"
+
+
+def _written_location(obj: dict[str, Any], location: list[Any]) -> list[str]:
+    """A pydantic error location as the keys the user actually wrote.
+
+    pydantic puts each discriminated union's tag into the location; the tag is
+    dropped where the node at that point has no such key but has that ``type``.
+    """
+    loc: list[str] = []
+    node: Any = obj
+    tag_skipped = False
+    for part in location:
+        if not tag_skipped and isinstance(node, dict) and part not in node and node.get("type") == part:
+            tag_skipped = True
+            continue
+        tag_skipped = False
+        loc.append(str(part))
+        node = _child(node, part)
+    return loc
+
+
+def _child(node: Any, part: Any) -> Any:
+    """``node[part]`` for a dict key or a list index in range, else None."""
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and part < len(node):
+        return node[part]
+    return None

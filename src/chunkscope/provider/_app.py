@@ -199,13 +199,20 @@ def _trailing_tool_result(body: dict[str, Any]) -> str | None:
     if last.get("role") == "tool":  # OpenAI wire
         return content if isinstance(content, str) else None
     if last.get("role") == "user" and isinstance(content, list):  # Anthropic wire: tool_result blocks
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "tool_result":
-                inner = part.get("content")
-                if isinstance(inner, str):
-                    return inner
-                if isinstance(inner, list):
-                    return "".join(p.get("text", "") for p in inner if isinstance(p, dict))
+        return _tool_result_block_text(content)
+    return None
+
+
+def _tool_result_block_text(content: list[Any]) -> str | None:
+    """The text of the first Anthropic ``tool_result`` block with string or list content."""
+    for part in content:
+        if not isinstance(part, dict) or part.get("type") != "tool_result":
+            continue
+        inner = part.get("content")
+        if isinstance(inner, str):
+            return inner
+        if isinstance(inner, list):
+            return "".join(p.get("text", "") for p in inner if isinstance(p, dict))
     return None
 
 
@@ -215,18 +222,21 @@ def _last_user_text(body: dict[str, Any]) -> str:
     if not isinstance(messages, list):
         return ""
     for message in reversed(messages):
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "".join(
-                part["text"]
-                for part in content
-                if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-            )
-        return ""
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _message_text(message.get("content"))
+    return ""
+
+
+def _message_text(content: Any) -> str:
+    """A message's text: string content as is, the text parts of a list joined, else empty."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
     return ""
 
 
@@ -241,27 +251,20 @@ async def _frames_to_bytes(
     A batch is only what is ready at once (a write can carry many events, as a
     busy real server's can); a pause, a stall or a drop always flushes first.
     """
+    if delay > 0:
+        async for data in _paced(frames, delay, state):
+            yield data
+        return
     batch: list[str] = []
     size = 0
-    sent = 0
     for frame in frames:
         if isinstance(frame, (Drop, Stall)):
             if batch:
                 yield "".join(batch).encode()
                 batch, size = [], 0
-            if isinstance(frame, Drop):
-                raise ConnectionDropped("fault-drop: the connection is dropped on purpose")
-            if await state.pause(frame.seconds):
-                raise ConnectionDropped("the provider is shutting down")
+            await _act_fault(frame, state)
             continue
-        if state.closing.is_set():
-            raise ConnectionDropped("the provider is shutting down")
-        if delay > 0:
-            if sent and await state.pause(delay):
-                raise ConnectionDropped("the provider is shutting down")
-            yield frame.encode()
-            sent += 1
-            continue
+        _refuse_if_closing(state)
         batch.append(frame)
         size += len(frame)
         if size >= _BATCH_BYTES:
@@ -270,6 +273,33 @@ async def _frames_to_bytes(
             await asyncio.sleep(0)  # a long stream without delay must not starve the others
     if batch:
         yield "".join(batch).encode()
+
+
+async def _paced(frames: Iterator[Frame], delay: float, state: ProviderState) -> AsyncIterator[bytes]:
+    """One event per write, ``delay`` seconds apart (none before the first)."""
+    sent = 0
+    for frame in frames:
+        if isinstance(frame, (Drop, Stall)):
+            await _act_fault(frame, state)
+            continue
+        _refuse_if_closing(state)
+        if sent and await state.pause(delay):
+            raise ConnectionDropped("the provider is shutting down")
+        yield frame.encode()
+        sent += 1
+
+
+async def _act_fault(frame: Drop | Stall, state: ProviderState) -> None:
+    """A drop ends the connection; a stall pauses (and ends it if the provider shuts down)."""
+    if isinstance(frame, Drop):
+        raise ConnectionDropped("fault-drop: the connection is dropped on purpose")
+    if await state.pause(frame.seconds):
+        raise ConnectionDropped("the provider is shutting down")
+
+
+def _refuse_if_closing(state: ProviderState) -> None:
+    if state.closing.is_set():
+        raise ConnectionDropped("the provider is shutting down")
 
 
 def _sse(frames: Iterator[Frame], delay: float, state: ProviderState) -> StreamingResponse:

@@ -188,56 +188,80 @@ class Expected:
 
 
 def _expected(script: Script) -> Expected:
-    steps = script.steps
-    for cut, step in enumerate(steps):
-        if isinstance(step, Stall):
-            # The adapter's idle timeout fires at the stall: later steps never reach it.
-            steps = steps[:cut]
-            break
-    text: list[str] = []
-    reasoning: list[str] = []
-    blocks: list[str] = []
-    tools: dict[int, list[str]] = {}  # slot -> [name, arguments]
-    last_kind: str | None = None
-    finish: str | None = None
-    usage: dict[str, int] | None = None
-    has_content = False
-    for step in steps:
+    built = _ExpectedBuilder()
+    for step in _before_stall(script.steps):
         if isinstance(step, (Reasoning, Text)):
-            kind = "reasoning" if isinstance(step, Reasoning) else "text"
-            if kind != last_kind:
-                blocks.append(kind)
-            last_kind = kind
-            (reasoning if kind == "reasoning" else text).append(step.text)
-            has_content = True
+            built.fragment(step)
         elif isinstance(step, Tool):
-            if step.slot not in tools:
-                tools[step.slot] = ["", ""]
-                blocks.append("tool-call")
-            entry = tools[step.slot]
-            if step.name:
-                entry[0] = step.name
-            entry[1] += step.arguments or ""
-            last_kind = "tool-call"
-            has_content = True
+            built.tool(step)
         elif isinstance(step, Finish):
-            finish = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}.get(
-                step.reason, "error"
-            )
-            if finish == "stop" and not has_content:
-                finish = "error"  # EMPTY_RESPONSE
-            usage = _token_usage(script.usage)
+            built.finish = _expected_finish(step.reason, built.has_content)
+            built.usage = _token_usage(script.usage)
             break
         else:
             break  # a fault: the adapter raises, no finish
-    return Expected(
-        text="".join(text),
-        reasoning="".join(reasoning),
-        tool_calls=[(name, args or "{}") for name, args in tools.values()],
-        block_types=blocks,
-        usage=usage,
-        finish=finish,
-    )
+    return built.expected()
+
+
+def _before_stall(steps: Sequence[Step]) -> Sequence[Step]:
+    """The steps an adapter sees: its idle timeout fires at a stall, so later steps never reach it."""
+    for cut, step in enumerate(steps):
+        if isinstance(step, Stall):
+            return steps[:cut]
+    return steps
+
+
+def _expected_finish(reason: WireFinish, has_content: bool) -> str:
+    finish = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}.get(reason, "error")
+    if finish == "stop" and not has_content:
+        return "error"  # EMPTY_RESPONSE
+    return finish
+
+
+class _ExpectedBuilder:
+    """The joined text, reasoning, tool calls and block order of a script, step by step."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.blocks: list[str] = []
+        self.tools: dict[int, list[str]] = {}  # slot -> [name, arguments]
+        self.last_kind: str | None = None
+        self.finish: str | None = None
+        self.usage: dict[str, int] | None = None
+        self.has_content = False
+
+    def _block(self, kind: str) -> None:
+        if kind != self.last_kind:
+            self.blocks.append(kind)
+        self.last_kind = kind
+        self.has_content = True
+
+    def fragment(self, step: Reasoning | Text) -> None:
+        kind = "reasoning" if isinstance(step, Reasoning) else "text"
+        self._block(kind)
+        (self.reasoning if kind == "reasoning" else self.text).append(step.text)
+
+    def tool(self, step: Tool) -> None:
+        if step.slot not in self.tools:
+            self.tools[step.slot] = ["", ""]
+            self.blocks.append("tool-call")
+        entry = self.tools[step.slot]
+        if step.name:
+            entry[0] = step.name
+        entry[1] += step.arguments or ""
+        self.last_kind = "tool-call"
+        self.has_content = True
+
+    def expected(self) -> Expected:
+        return Expected(
+            text="".join(self.text),
+            reasoning="".join(self.reasoning),
+            tool_calls=[(name, args or "{}") for name, args in self.tools.values()],
+            block_types=self.blocks,
+            usage=self.usage,
+            finish=self.finish,
+        )
 
 
 def _token_usage(usage: WireUsage) -> dict[str, int]:
@@ -803,14 +827,7 @@ def collect_steps(steps: Sequence[Step]) -> Collected:
         elif isinstance(step, Text):
             text.append(step.text)
         elif isinstance(step, Tool):
-            call = by_slot.get(step.slot)
-            if call is None:
-                call = by_slot[step.slot] = ToolCall(step.slot)
-                out.tools.append(call)
-            call.id = call.id or step.id
-            call.name = call.name or step.name
-            if step.arguments is not None:
-                call.arguments = (call.arguments or "") + step.arguments
+            _add_tool_fragment(out, by_slot, step)
         elif isinstance(step, Stall):
             out.stall = step.seconds
         elif isinstance(step, Finish):
@@ -822,3 +839,15 @@ def collect_steps(steps: Sequence[Step]) -> Collected:
     out.reasoning = "".join(reasoning)
     out.text = "".join(text)
     return out
+
+
+def _add_tool_fragment(out: Collected, by_slot: dict[int, ToolCall], step: Tool) -> None:
+    """Join a tool fragment into its call (a new call at a new slot): first id and name win."""
+    call = by_slot.get(step.slot)
+    if call is None:
+        call = by_slot[step.slot] = ToolCall(step.slot)
+        out.tools.append(call)
+    call.id = call.id or step.id
+    call.name = call.name or step.name
+    if step.arguments is not None:
+        call.arguments = (call.arguments or "") + step.arguments

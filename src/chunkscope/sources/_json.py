@@ -138,31 +138,34 @@ def json_lines(
         if not raw:
             return
         number += 1
-        if len(raw) > max_line_bytes:
-            raise error(
-                f"{label}, line {number}: longer than {max_line_bytes:,} bytes; not read", label, number
-            )
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
-            raise error(
-                f"{label}, line {number}, column {column}: not valid UTF-8 "
-                f"(byte 0x{raw[exc.start]:02x}: {exc.reason})",
-                label,
-                number,
-                column,
-            ) from None  # the decoder's message names a byte offset in no file the user has
-        # Without its line break, so that an error's column counts in this line (json
-        # would place an error at the very end on a second line, column 1).
-        text = text.rstrip("\r\n")
+        text = _line_text(raw, number, label, error, max_line_bytes)
         if not text.strip():
             continue
         with json_guard(functools.partial(_line_error, error, label, number)):
             value = loads(text)
         yield number, value
+
+
+def _line_text(raw: bytes, number: int, label: str, error: type[ChunkFileError], max_line_bytes: int) -> str:
+    """One line as text without its line break (a BOM on line 1 skipped); too long or bad UTF-8 raise."""
+    if len(raw) > max_line_bytes:
+        raise error(f"{label}, line {number}: longer than {max_line_bytes:,} bytes; not read", label, number)
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+        raise error(
+            f"{label}, line {number}, column {column}: not valid UTF-8 "
+            f"(byte 0x{raw[exc.start]:02x}: {exc.reason})",
+            label,
+            number,
+            column,
+        ) from None  # the decoder's message names a byte offset in no file the user has
+    # Without its line break, so that an error's column counts in this line (json
+    # would place an error at the very end on a second line, column 1).
+    return text.rstrip("\r\n")
 
 
 def _line_error(error: type[ChunkFileError], name: str, number: int, problem: JsonProblem) -> ChunkFileError:

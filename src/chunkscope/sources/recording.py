@@ -106,28 +106,41 @@ class Recording:
             if header is None:
                 header = _header(obj, name, number)
                 continue
-            t = obj.get("t")
-            if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
-                raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
+            t = _entry_time(obj, where, name, number)
             if "chunk" in obj:
-                if not isinstance(obj["chunk"], dict):
-                    raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
-                entries.append((float(t), parse_or_keep(obj["chunk"])))
+                entries.append((t, _entry_chunk(obj, where, name, number)))
             elif "error" in obj:
-                try:
-                    error = LlmFailure.model_validate(obj["error"])
-                except ValidationError as exc:
-                    raise RecordingFileError(
-                        f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
-                        name,
-                        number,
-                    ) from exc
-                error_t = float(t)
+                error, error_t = _entry_failure(obj, where, name, number), t
             else:
                 raise RecordingFileError(f"{where}: neither 'chunk' nor 'error'", name, number)
         if header is None:
             raise RecordingFileError(f"{name}: empty recording (no header line)", name, 0)
         return cls(header, entries, error, error_t)
+
+
+def _entry_time(obj: dict[str, Any], where: str, name: str, number: int) -> float:
+    t = obj.get("t")
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t < 0:
+        raise RecordingFileError(f"{where}: 't' must be seconds >= 0", name, number)
+    return float(t)
+
+
+def _entry_chunk(obj: dict[str, Any], where: str, name: str, number: int) -> AnyChunk | dict[str, Any]:
+    """The entry's chunk, parsed (or kept as a dict when it is not a valid chunk)."""
+    if not isinstance(obj["chunk"], dict):
+        raise RecordingFileError(f"{where}: 'chunk' is not a JSON object", name, number)
+    return parse_or_keep(obj["chunk"])
+
+
+def _entry_failure(obj: dict[str, Any], where: str, name: str, number: int) -> LlmFailure:
+    try:
+        return LlmFailure.model_validate(obj["error"])
+    except ValidationError as exc:
+        raise RecordingFileError(
+            f"{where}: 'error' is not a failure ({exc.error_count()} problems)",
+            name,
+            number,
+        ) from exc
 
 
 def _header(obj: dict[str, Any], name: str, number: int) -> dict[str, Any]:

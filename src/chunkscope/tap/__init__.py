@@ -10,7 +10,7 @@ the chunks, the ``StreamResult``, the timing points) and one usage row in
 The tap raises nothing of its own (a bad upstream answer is recorded on its call); it warns::
 
     UserWarning
-     └── TapExposedWarning        the tap listens beyond 127.0.0.1 (``host=``): anyone who can reach it can use it
+     └── TapExposedWarning        the tap listens beyond 127.0.0.1 (``host=``): open to whoever reaches it
 """
 
 from __future__ import annotations

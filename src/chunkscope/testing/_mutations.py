@@ -133,18 +133,35 @@ def _break_index_order(draw: st.DrawFn, profile: str) -> list[Any]:
         chunks.insert(at + 1, chunks[at])
         return chunks
     starts = [chunks[k].index for k in _where(chunks, BlockStart)]
-    if variant == "negative":
-        old = _pick(draw, starts)
-        new = -1 - draw(st.integers(0, 5))
-        return [_reindex(c, new) if getattr(c, "index", None) == old else c for c in chunks]
-    if variant == "skip":
-        first = _pick(draw, starts)
-        shift = draw(st.integers(1, 3))
-        return [_reindex(c, c.index + shift) if getattr(c, "index", -1) >= first else c for c in chunks]
-    # reuse: a later block takes an earlier block's index (strict streams run 0, 1, 2, …)
+    return _INDEX_BREAKS[variant](draw, chunks, starts)
+
+
+def _negative_index(draw: st.DrawFn, chunks: list[Any], starts: list[int]) -> list[Any]:
+    """A block's chunks all carry a negative index."""
+    old = _pick(draw, starts)
+    new = -1 - draw(st.integers(0, 5))
+    return [_reindex(c, new) if getattr(c, "index", None) == old else c for c in chunks]
+
+
+def _skipped_index(draw: st.DrawFn, chunks: list[Any], starts: list[int]) -> list[Any]:
+    """From one block on, every index jumps ahead (a gap in strict's 0, 1, 2, …)."""
+    first = _pick(draw, starts)
+    shift = draw(st.integers(1, 3))
+    return [_reindex(c, c.index + shift) if getattr(c, "index", -1) >= first else c for c in chunks]
+
+
+def _reused_index(draw: st.DrawFn, chunks: list[Any], starts: list[int]) -> list[Any]:
+    """A later block takes an earlier block's index (strict streams run 0, 1, 2, …)."""
     later = _pick(draw, starts[1:])
     earlier = draw(st.integers(0, later - 1))
     return [_reindex(c, earlier) if getattr(c, "index", None) == later else c for c in chunks]
+
+
+_INDEX_BREAKS: dict[str, Callable[[st.DrawFn, list[Any], list[int]], list[Any]]] = {
+    "negative": _negative_index,
+    "skip": _skipped_index,
+    "reuse": _reused_index,
+}
 
 
 def _reindex(chunk: Any, index: int) -> Any:

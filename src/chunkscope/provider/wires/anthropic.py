@@ -20,7 +20,7 @@ script are grouped per call here; a call the script never gives an id gets one
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._scenarios import (
@@ -155,7 +155,6 @@ def _final_usage(usage: WireUsage) -> dict[str, Any]:
 
 def anthropic_stream(script: Script, *, model: str, message_id: str) -> Iterator[Frame]:
     """The SSE events of ``script`` on the Messages wire, in order."""
-    ids = _tool_ids(script.steps)
     yield _event(
         "message_start",
         {
@@ -173,72 +172,98 @@ def anthropic_stream(script: Script, *, model: str, message_id: str) -> Iterator
         },
     )
     yield _event("ping", {"type": "ping"})
-    index = -1
-    open_key: tuple[str, int] | None = None  # (block kind, tool slot)
-
-    def close() -> Iterator[str]:
-        if open_key is None:
-            return
-        if open_key[0] == "thinking":
-            yield _delta(index, {"type": "signature_delta", "signature": THINKING_SIGNATURE})
-        yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
-
-    def start(block: dict[str, Any]) -> str:
-        return _event(
-            "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
-        )
-
+    events = _AnthropicEvents(script)
     for step in _sequential(script.steps):
-        if isinstance(step, (Reasoning, Text, Tool)):
-            key = (
-                ("tool", step.slot)
-                if isinstance(step, Tool)
-                else (("thinking", -1) if isinstance(step, Reasoning) else ("text", -1))
-            )
-            if key != open_key:
-                yield from close()
-                index += 1
-                open_key = key
-                if isinstance(step, Reasoning):
-                    yield start({"type": "thinking", "thinking": "", "signature": ""})
-                elif isinstance(step, Text):
-                    yield start({"type": "text", "text": ""})
-                else:
-                    call_id, name = ids[step.slot]
-                    yield start({"type": "tool_use", "id": call_id, "name": name, "input": {}})
-            if isinstance(step, Text):
-                yield f"{_DELTA_HEAD}{index}{_TEXT_DELTA}{_dumps(step.text)}}}}}\n\n"
-            elif isinstance(step, Reasoning):
-                yield f"{_DELTA_HEAD}{index}{_THINKING_DELTA}{_dumps(step.text)}}}}}\n\n"
-            elif step.arguments is not None:
-                yield _delta(index, {"type": "input_json_delta", "partial_json": step.arguments})
-        elif isinstance(step, Finish):
-            yield from close()
-            yield _event(
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
-                    "usage": _final_usage(script.usage),
-                },
-            )
-            yield _event("message_stop", {"type": "message_stop"})
+        yield from _STEP_EVENTS[type(step)](events, step)
+        if isinstance(step, _LAST_STEPS):
             return
-        elif isinstance(step, Malformed):
-            yield f"event: content_block_delta\ndata: {MALFORMED_PAYLOAD}\n\n"
+
+
+class _AnthropicEvents:
+    """The events of one stream, one method per kind of script step; tracks the open block."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.ids = _tool_ids(script.steps)
+        self.index = -1
+        self.open_key: tuple[str, int] | None = None  # (block kind, tool slot)
+
+    def _close(self) -> Iterator[str]:
+        if self.open_key is None:
             return
-        elif isinstance(step, StreamError):
-            yield _event("error", IN_STREAM_ERROR)
+        if self.open_key[0] == "thinking":
+            yield _delta(self.index, {"type": "signature_delta", "signature": THINKING_SIGNATURE})
+        yield _event("content_block_stop", {"type": "content_block_stop", "index": self.index})
+
+    def _open(self, key: tuple[str, int], block: dict[str, Any]) -> Iterator[str]:
+        """Close the open block and start ``block``, unless a block of ``key`` is already open."""
+        if key == self.open_key:
             return
-        elif isinstance(step, CutBeforeUsage):
-            yield from close()  # the stop reason would come with the usage, in message_delta
-            return
-        elif isinstance(step, (Stall, Drop)):
-            yield step
-            if isinstance(step, Drop):
-                return
-        elif isinstance(step, Truncate):
-            return
+        yield from self._close()
+        self.index += 1
+        self.open_key = key
+        start = {"type": "content_block_start", "index": self.index, "content_block": block}
+        yield _event("content_block_start", start)
+
+    def text(self, step: Text) -> Iterator[Frame]:
+        yield from self._open(("text", -1), {"type": "text", "text": ""})
+        yield f"{_DELTA_HEAD}{self.index}{_TEXT_DELTA}{_dumps(step.text)}}}}}\n\n"
+
+    def reasoning(self, step: Reasoning) -> Iterator[Frame]:
+        yield from self._open(("thinking", -1), {"type": "thinking", "thinking": "", "signature": ""})
+        yield f"{_DELTA_HEAD}{self.index}{_THINKING_DELTA}{_dumps(step.text)}}}}}\n\n"
+
+    def tool(self, step: Tool) -> Iterator[Frame]:
+        call_id, name = self.ids[step.slot]
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        yield from self._open(("tool", step.slot), block)
+        if step.arguments is not None:
+            yield _delta(self.index, {"type": "input_json_delta", "partial_json": step.arguments})
+
+    def finish(self, step: Finish) -> Iterator[Frame]:
+        yield from self._close()
+        yield _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
+                "usage": _final_usage(self.script.usage),
+            },
+        )
+        yield _event("message_stop", {"type": "message_stop"})
+
+    def malformed(self, step: Malformed) -> Iterator[Frame]:
+        yield f"event: content_block_delta\ndata: {MALFORMED_PAYLOAD}\n\n"
+
+    def stream_error(self, step: StreamError) -> Iterator[Frame]:
+        yield _event("error", IN_STREAM_ERROR)
+
+    def cut_before_usage(self, step: CutBeforeUsage) -> Iterator[Frame]:
+        yield from self._close()  # the stop reason would come with the usage, in message_delta
+
+    def pause_or_drop(self, step: Stall | Drop) -> Iterator[Frame]:
+        yield step  # the server acts it out
+
+    def truncate(self, step: Truncate) -> Iterator[Frame]:
+        return iter(())
+
+
+_STEP_EVENTS: dict[type, Callable[[_AnthropicEvents, Any], Iterator[Frame]]] = {
+    Text: _AnthropicEvents.text,
+    Reasoning: _AnthropicEvents.reasoning,
+    Tool: _AnthropicEvents.tool,
+    Finish: _AnthropicEvents.finish,
+    CutBeforeUsage: _AnthropicEvents.cut_before_usage,
+    Malformed: _AnthropicEvents.malformed,
+    StreamError: _AnthropicEvents.stream_error,
+    Stall: _AnthropicEvents.pause_or_drop,
+    Drop: _AnthropicEvents.pause_or_drop,
+    Truncate: _AnthropicEvents.truncate,
+}
+"""What each kind of step sends."""
+
+_LAST_STEPS = (Finish, CutBeforeUsage, Malformed, StreamError, Drop, Truncate)
+"""Steps after which the stream ends."""
 
 
 def _delta(index: int, delta: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ when the request asked for ``stream_options.include_usage``, and
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._scenarios import (
@@ -123,88 +123,114 @@ def openai_stream(
     script: Script, *, model: str, response_id: str, created: int, include_usage: bool
 ) -> Iterator[Frame]:
     """The SSE events of ``script`` on the chat completions wire, in order."""
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
-        return _data(
-            {
-                "id": response_id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "system_fingerprint": None,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-            }
-        )
-
-    # Text and reasoning fragments are most of a stream: only their string is encoded per event.
-    head = chunk({"~": 0}).split('{"~":0}')
-    text_head = f'{head[0]}{{"content":'
-    reasoning_head = f'{head[0]}{{"reasoning_content":'
-    tail = "}" + head[1]
-    dialect = script.dialect
-    reasons = script.reasons
-    first: dict[str, Any] = {"role": "assistant", "content": None if reasons else ""}
-    if reasons and dialect not in ("content-parts", "reasoning-details"):
-        first["reasoning_content"] = ""
-    yield chunk(first)
-    reasoning_seen = 0
-    reasoning_total = sum(isinstance(step, Reasoning) for step in script.steps)
+    events = _OpenAIEvents(script, model=model, response_id=response_id, created=created)
+    yield events.first()
     for step in script.steps:
-        if isinstance(step, Text):
-            if dialect == "content-parts":
-                yield chunk({"content": [{"type": "text", "text": step.text}]})
-            else:
-                yield text_head + _dumps(step.text) + tail
-        elif isinstance(step, Reasoning):
-            if dialect == "content-parts":
-                thinking = [{"type": "text", "text": step.text}]
-                yield chunk({"content": [{"type": "thinking", "thinking": thinking}]})
-            elif dialect == "reasoning-details":
-                # The first half of the fragments only as details, the rest as both (said once each).
-                delta: dict[str, Any] = {
-                    "reasoning_details": [
-                        {"type": "reasoning.text", "text": step.text, "format": "unknown", "index": 0}
-                    ]
-                }
-                if reasoning_seen >= reasoning_total // 2:
-                    delta = {"reasoning": step.text, **delta}
-                reasoning_seen += 1
-                yield chunk(delta)
-            else:
-                yield reasoning_head + _dumps(step.text) + tail
-        elif isinstance(step, Tool):
-            yield chunk(_tool_delta(step))
-        elif isinstance(step, Finish):
-            yield chunk({}, step.reason)
-            if include_usage:
-                yield _data(
-                    {
-                        "id": response_id,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model,
-                        "system_fingerprint": None,
-                        "choices": [],
-                        "usage": openai_usage(script.usage, dialect),
-                    }
-                )
-            yield "data: [DONE]\n" if dialect == "done-no-blank-line" else "data: [DONE]\n\n"
+        if isinstance(step, Finish):
+            yield from events.finish(step, include_usage)
             return
-        elif isinstance(step, CutBeforeUsage):
-            yield chunk({}, step.reason)
+        yield from _STEP_EVENTS[type(step)](events, step)
+        if isinstance(step, _LAST_STEPS):
             return
-        elif isinstance(step, Malformed):
-            yield f"data: {MALFORMED_PAYLOAD}\n\n"
-            return
-        elif isinstance(step, StreamError):
-            yield _data(IN_STREAM_ERROR)
-            return
-        elif isinstance(step, (Stall, Drop)):
-            yield step
-            if isinstance(step, Drop):
-                return
-        elif isinstance(step, Truncate):
-            return
+
+
+class _OpenAIEvents:
+    """The events of one stream, one method per kind of script step."""
+
+    def __init__(self, script: Script, *, model: str, response_id: str, created: int) -> None:
+        self.script = script
+        self.dialect = script.dialect
+        self.envelope = {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": None,
+        }
+        # Text and reasoning fragments are most of a stream: only their string is encoded per event.
+        head = self.chunk({"~": 0}).split('{"~":0}')
+        self.text_head = f'{head[0]}{{"content":'
+        self.reasoning_head = f'{head[0]}{{"reasoning_content":'
+        self.tail = "}" + head[1]
+        self.reasoning_seen = 0
+        self.reasoning_total = sum(isinstance(step, Reasoning) for step in script.steps)
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return _data({**self.envelope, "choices": [choice]})
+
+    def first(self) -> str:
+        reasons = self.script.reasons
+        first: dict[str, Any] = {"role": "assistant", "content": None if reasons else ""}
+        if reasons and self.dialect not in ("content-parts", "reasoning-details"):
+            first["reasoning_content"] = ""
+        return self.chunk(first)
+
+    def text(self, step: Text) -> Iterator[Frame]:
+        if self.dialect == "content-parts":
+            yield self.chunk({"content": [{"type": "text", "text": step.text}]})
+        else:
+            yield self.text_head + _dumps(step.text) + self.tail
+
+    def reasoning(self, step: Reasoning) -> Iterator[Frame]:
+        if self.dialect == "content-parts":
+            thinking = [{"type": "text", "text": step.text}]
+            yield self.chunk({"content": [{"type": "thinking", "thinking": thinking}]})
+        elif self.dialect == "reasoning-details":
+            yield self.chunk(self._reasoning_details(step))
+        else:
+            yield self.reasoning_head + _dumps(step.text) + self.tail
+
+    def _reasoning_details(self, step: Reasoning) -> dict[str, Any]:
+        """The first half of the fragments only as details, the rest as both (said once each)."""
+        detail = {"type": "reasoning.text", "text": step.text, "format": "unknown", "index": 0}
+        delta: dict[str, Any] = {"reasoning_details": [detail]}
+        if self.reasoning_seen >= self.reasoning_total // 2:
+            delta = {"reasoning": step.text, **delta}
+        self.reasoning_seen += 1
+        return delta
+
+    def tool(self, step: Tool) -> Iterator[Frame]:
+        yield self.chunk(_tool_delta(step))
+
+    def finish(self, step: Finish, include_usage: bool) -> Iterator[Frame]:
+        yield self.chunk({}, step.reason)
+        if include_usage:
+            usage = openai_usage(self.script.usage, self.dialect)
+            yield _data({**self.envelope, "choices": [], "usage": usage})
+        yield "data: [DONE]\n" if self.dialect == "done-no-blank-line" else "data: [DONE]\n\n"
+
+    def cut_before_usage(self, step: CutBeforeUsage) -> Iterator[Frame]:
+        yield self.chunk({}, step.reason)
+
+    def malformed(self, step: Malformed) -> Iterator[Frame]:
+        yield f"data: {MALFORMED_PAYLOAD}\n\n"
+
+    def stream_error(self, step: StreamError) -> Iterator[Frame]:
+        yield _data(IN_STREAM_ERROR)
+
+    def pause_or_drop(self, step: Stall | Drop) -> Iterator[Frame]:
+        yield step  # the server acts it out
+
+    def truncate(self, step: Truncate) -> Iterator[Frame]:
+        return iter(())
+
+
+_STEP_EVENTS: dict[type, Callable[[_OpenAIEvents, Any], Iterator[Frame]]] = {
+    Text: _OpenAIEvents.text,
+    Reasoning: _OpenAIEvents.reasoning,
+    Tool: _OpenAIEvents.tool,
+    CutBeforeUsage: _OpenAIEvents.cut_before_usage,
+    Malformed: _OpenAIEvents.malformed,
+    StreamError: _OpenAIEvents.stream_error,
+    Stall: _OpenAIEvents.pause_or_drop,
+    Drop: _OpenAIEvents.pause_or_drop,
+    Truncate: _OpenAIEvents.truncate,
+}
+"""What each kind of step (other than ``Finish``, which needs the usage flag) sends."""
+
+_LAST_STEPS = (CutBeforeUsage, Malformed, StreamError, Drop, Truncate)
+"""Steps after which the stream ends."""
 
 
 def _message(collected: Collected) -> dict[str, Any]:

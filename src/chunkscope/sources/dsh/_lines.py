@@ -9,7 +9,7 @@ the speed of ``bytes.count``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any
 
 __all__ = [
@@ -148,16 +148,11 @@ def line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[
                 yield [carry]  # a last line without its newline
             return
         data = carry + block if carry else block
-        if data.isspace():  # a run of blank lines (isspace stops at the first other byte): count them
-            newlines = data.count(b"\n")
+        if data.isspace() and b"\n" in data:  # a run of blank lines (isspace stops at the first other byte)
+            newlines, carry, skipping = _blank_run(data, skipping)
             if newlines:
-                if skipping:
-                    newlines -= 1  # the first newline ends the over-long line
-                    skipping = False
-                carry = data[data.rindex(b"\n") + 1 :]
-                if newlines:
-                    yield newlines
-                continue
+                yield newlines
+            continue
         lines = data.split(b"\n")
         carry = lines.pop()
         if skipping:
@@ -167,16 +162,7 @@ def line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[
             del lines[0]  # the end of the over-long line
             skipping = False
         if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
-            run: list[bytes] = []
-            for line in lines:
-                if len(line) > max_line_bytes:
-                    if run:
-                        yield run
-                        run = []
-                    yield TOO_LONG
-                else:
-                    run.append(line)
-            lines = run
+            lines = yield from _around_too_long(lines, max_line_bytes)
         if len(carry) > max_line_bytes:
             if lines:
                 yield lines
@@ -186,6 +172,29 @@ def line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[
             continue
         if lines:
             yield lines
+
+
+def _blank_run(data: bytes, skipping: bool) -> tuple[int, bytes, bool]:
+    """A block of only whitespace with a newline: the blank lines it ends (the first newline
+    only ends an over-long line being skipped), the unfinished rest, and no longer skipping."""
+    newlines = data.count(b"\n")
+    if skipping:
+        newlines -= 1  # the first newline ends the over-long line
+    return newlines, data[data.rindex(b"\n") + 1 :], False
+
+
+def _around_too_long(lines: list[bytes], max_line_bytes: int) -> Generator[Any, None, list[bytes]]:
+    """Yield the runs of ``lines`` before each over-long one and ``TOO_LONG`` for it; return the last run."""
+    run: list[bytes] = []
+    for line in lines:
+        if len(line) > max_line_bytes:
+            if run:
+                yield run
+                run = []
+            yield TOO_LONG
+        else:
+            run.append(line)
+    return run
 
 
 def reader_of(handle: IO[bytes]) -> Callable[[int], bytes]:

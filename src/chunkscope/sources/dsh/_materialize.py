@@ -77,48 +77,54 @@ def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | N
             mark(t)
             continue
         t0, kind, data = item
-        index = data["index"]
-        if kind == "tool-call-chunks":
-            call_id = data["id"]
-            name = data.get("name")
-            chunks.extend(
-                [
-                    trusted(
-                        ToolCallDelta,
-                        {
-                            "type": "tool-call-delta",
-                            "index": index,
-                            "id": call_id,
-                            "name": name,
-                            "arguments_delta": text,
-                        },
-                    )
-                    for text in data["args"]
-                ]
-            )
-        else:
-            cls, chunk_type = _DELTA_OF_ROW[kind]
-            chunks.extend(
-                [trusted(cls, {"type": chunk_type, "index": index, "text": text}) for text in data["texts"]]
-            )
+        chunks.extend(_row_chunks(kind, data))
         gaps = data["dt"]
         if t0 is None:
             times.extend([None] * (len(gaps) + 1))
             continue
-        t = float(t0)
-        if t < last:
-            t = last
-            adjusted = True
-        if not gaps or (min(gaps) >= 0 and max(gaps) <= MAX_GAP_MS):  # the usual case, at C speed
-            times.extend(accumulate(gaps, initial=t))
-            last = times[-1]  # type: ignore[assignment]
-            continue
-        mark(t)
-        for gap in gaps:
-            if gap < 0 or gap > MAX_GAP_MS:
-                gap = 0 if gap < 0 else MAX_GAP_MS
-                adjusted = True
-            t += gap
-            mark(t)
-        last = t
+        last, row_adjusted = _row_times(times, float(t0), gaps, last)
+        adjusted = adjusted or row_adjusted
     return chunks, times, foreign, adjusted
+
+
+def _row_chunks(kind: str, data: dict[str, Any]) -> list[Any]:
+    """The delta models of one packed row (its members were type-checked by the reader)."""
+    index = data["index"]
+    if kind == "tool-call-chunks":
+        call_id = data["id"]
+        name = data.get("name")
+        return [
+            trusted(
+                ToolCallDelta,
+                {
+                    "type": "tool-call-delta",
+                    "index": index,
+                    "id": call_id,
+                    "name": name,
+                    "arguments_delta": text,
+                },
+            )
+            for text in data["args"]
+        ]
+    cls, chunk_type = _DELTA_OF_ROW[kind]
+    return [trusted(cls, {"type": chunk_type, "index": index, "text": text}) for text in data["texts"]]
+
+
+def _row_times(times: list[float | None], t: float, gaps: list[float], last: float) -> tuple[float, bool]:
+    """Append a packed row's member times from its start ``t`` and ``gaps`` (clamped to 0…MAX_GAP_MS,
+    kept at or after ``last``); the row's last time, and whether a time had to be adjusted."""
+    adjusted = False
+    if t < last:
+        t = last
+        adjusted = True
+    if not gaps or (min(gaps) >= 0 and max(gaps) <= MAX_GAP_MS):  # the usual case, at C speed
+        times.extend(accumulate(gaps, initial=t))
+        return times[-1], adjusted  # type: ignore[return-value]
+    times.append(t)
+    for gap in gaps:
+        if gap < 0 or gap > MAX_GAP_MS:
+            gap = 0 if gap < 0 else MAX_GAP_MS
+            adjusted = True
+        t += gap
+        times.append(t)
+    return t, adjusted

@@ -131,18 +131,9 @@ class _Reader:
                     continue
                 number += 1
                 self.line = number
-                if batch is TOO_LONG:
-                    self.problem("line-too-long", f"the line is longer than {max_line_bytes} bytes")
-                    continue
-                code = (
-                    "truncated"
-                    if isinstance(batch, Truncated)
-                    else "too-big"
-                    if isinstance(batch, TooBig)
-                    else "zstd"
-                )
-                self._fatal(code, str(batch))
-                break
+                if self._not_lines(batch, max_line_bytes):
+                    break
+                continue
             for raw in batch:
                 number += 1
                 if not raw:
@@ -162,13 +153,8 @@ class _Reader:
                 except (StopIteration, ValueError, RecursionError):
                     obj = _NOT_JSON
                 if obj is _NOT_JSON:
-                    if not text.strip():
-                        continue  # blank lines are tolerated
-                    try:
-                        with json_guard(_refused):
-                            obj = decode(text)
-                    except _BadRecord as exc:
-                        self.problem(exc.code, str(exc))
+                    obj = self._decode_slowly(decode, text)
+                    if obj is _NOT_JSON:
                         continue
                 if type(obj) is not dict:
                     self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
@@ -202,6 +188,33 @@ class _Reader:
             self.line = 1
             self._fatal("header", "the file is empty: no session header")
         return self.finish()
+
+    def _not_lines(self, batch: object, max_line_bytes: int) -> bool:
+        """Report what ``line_batches`` gave instead of lines; True when the read must end there."""
+        if batch is TOO_LONG:
+            self.problem("line-too-long", f"the line is longer than {max_line_bytes} bytes")
+            return False
+        code = (
+            "truncated"
+            if isinstance(batch, Truncated)
+            else "too-big"
+            if isinstance(batch, TooBig)
+            else "zstd"
+        )
+        self._fatal(code, str(batch))
+        return True
+
+    def _decode_slowly(self, decode: Callable[[str], Any], text: str) -> Any:
+        """A line the fast scanner did not take whole: blank (``_NOT_JSON``, skipped), or the full
+        decoder's value, or its refusal reported (``_NOT_JSON``)."""
+        if not text.strip():
+            return _NOT_JSON  # blank lines are tolerated
+        try:
+            with json_guard(_refused):
+                return decode(text)
+        except _BadRecord as exc:
+            self.problem(exc.code, str(exc))
+            return _NOT_JSON
 
     def _fatal(self, code: str, message: str) -> None:
         text = f"{self.path}, line {self.line}: {message}"
@@ -299,42 +312,23 @@ class _Reader:
             # A plain text/reasoning delta, most of a log: kept as a 4-tuple, not its parsed dict
             # (~150 bytes a line instead of ~600), and built without re-validation when materialized.
             attempt._items.append((t, compact, chunk["index"], chunk["text"]))
-        else:
-            attempt._items.append((t, chunk))
-        if type(chunk) is dict and chunk.get("type") == "usage":
+            return
+        attempt._items.append((t, chunk))
+        if type(chunk) is dict:
+            self._mark(attempt, chunk, key, time)
+
+    def _mark(self, attempt: DshAttempt, chunk: dict[str, Any], key: tuple[int, int], time: Any) -> None:
+        """A usage chunk marks the attempt as reporting usage; a finish ends it."""
+        kind = chunk.get("type")
+        if kind == "usage":
             attempt._usage_chunk = True
-        elif type(chunk) is dict and chunk.get("type") == "finish":
+        elif kind == "finish":
             attempt._finished = True
             attempt.ended_ms = time if _is_time(time) else None
             del self.open[key]
 
     def _packed(self, kind: str, data: dict[str, Any], time0: Any) -> None:
-        turn = data.get("turn")
-        step = data.get("step")
-        index = data.get("index")
-        texts = data.get("args" if kind == "tool-call-chunks" else "texts")
-        dt = data.get("dt")
-        if (
-            type(turn) is not int
-            or type(step) is not int
-            or type(index) is not int
-            or type(texts) is not list
-            or not texts
-            or type(dt) is not list
-        ):
-            raise _BadRecord(f"a {kind} row needs integer turn, step, index, a non-empty text list and dt")
-        if len(dt) != len(texts) - 1:
-            raise _BadRecord(
-                f"a {kind} row of {len(texts)} members needs {len(texts) - 1} dt gaps, not {len(dt)}"
-            )
-        if not set(map(type, texts)) <= _STR:
-            raise _BadRecord(f"a {kind} row's texts must all be strings")
-        if dt and not set(map(type, dt)) <= _NUMBER:
-            raise _BadRecord(f"a {kind} row's dt gaps must all be numbers")
-        if kind == "tool-call-chunks":
-            name = data.get("name")
-            if type(data.get("id")) is not str or not (name is None or type(name) is str):
-                raise _BadRecord("a tool-call-chunks row needs a string id (and a string name, if any)")
+        turn, step, texts = _packed_row(kind, data)
         first = self.events + 1
         self.events += len(texts)
         if self.seed_left > 0 and first <= self.seed_left:
@@ -360,24 +354,35 @@ class _Reader:
             attempt.ended_ms = time
         self.open.pop((attempt.turn, attempt.step), None)
 
-    def _message(self, data: dict[str, Any], time: Any) -> None:
+    def _kept_step(self, data: dict[str, Any], record: str, what: str) -> tuple[int, int] | None:
+        """The (turn, step) of a record kept whole; None for a seed event (skipped)."""
         turn = data.get("turn")
         step = data.get("step")
         if type(turn) is not int or type(step) is not int:
-            raise _BadRecord("an assistant/message record needs integer 'turn' and 'step'")
+            raise _BadRecord(f"{record} record needs integer 'turn' and 'step'")
         if self._seeded():
-            return
+            return None
         if too_deep(data):
-            raise _BadRecord(f"the message nests deeper than {MAX_DEPTH}", "too-deep")
-        key = (turn, step)
+            raise _BadRecord(f"{what} nests deeper than {MAX_DEPTH}", "too-deep")
+        return turn, step
+
+    def _unclaimed(self, key: tuple[int, int]) -> DshAttempt | None:
+        """The step's last attempt, when no message or retry has claimed it yet."""
+        existing = self.steps.get(key)
+        attempt = existing.attempts[-1] if existing is not None and existing.attempts else None
+        if attempt is None or attempt.message is not None or attempt.retry is not None:
+            return None
+        return attempt
+
+    def _message(self, data: dict[str, Any], time: Any) -> None:
+        key = self._kept_step(data, "an assistant/message", "the message")
+        if key is None:
+            return
         attempt = self.open.get(key)
         if attempt is not None:  # no finish logged: a cancelled stream
             self._close(attempt, time, message="the stream was cancelled (the message is marked interrupted)")
         else:
-            existing = self.steps.get(key)
-            attempt = existing.attempts[-1] if existing is not None and existing.attempts else None
-            if attempt is None or attempt.message is not None or attempt.retry is not None:
-                attempt = self._from_message(key, data, time)
+            attempt = self._unclaimed(key) or self._from_message(key, data, time)
         attempt.message = data
         attempt.interrupted = data.get("interrupted") is True
         source = _message_source(data)
@@ -407,32 +412,28 @@ class _Reader:
         return attempt
 
     def _retry(self, data: dict[str, Any], time: Any) -> None:
-        turn = data.get("turn")
-        step = data.get("step")
-        if type(turn) is not int or type(step) is not int:
-            raise _BadRecord("an llm/retry record needs integer 'turn' and 'step'")
-        if self._seeded():
+        key = self._kept_step(data, "an llm/retry", "the retry record")
+        if key is None:
             return
-        if too_deep(data):
-            raise _BadRecord(f"the retry record nests deeper than {MAX_DEPTH}", "too-deep")
-        key = (turn, step)
         attempt = self.open.get(key)
         if attempt is not None:
             failure = data.get("failure")
             code = failure.get("code") if type(failure) is dict else None
             self._close(attempt, time, code=code if type(code) is str else "ABORTED")
         else:
-            existing = self.steps.get(key)
-            attempt = existing.attempts[-1] if existing is not None and existing.attempts else None
-            if attempt is None or attempt.retry is not None or attempt.message is not None:
-                attempt = self._attempt(key, time)
-                attempt._items.append((time if _is_time(time) else None, _error_finish(data.get("failure"))))
-                attempt._finished = True
-                attempt.synthesized = True
-                attempt.ended_ms = time if _is_time(time) else None
-                self.open.pop(key, None)
+            attempt = self._unclaimed(key) or self._failed_before_chunks(key, data, time)
         attempt.retry = data
         attempt.final = False
+
+    def _failed_before_chunks(self, key: tuple[int, int], data: dict[str, Any], time: Any) -> DshAttempt:
+        """An attempt for a retry whose call logged no chunk: one error finish from its failure."""
+        attempt = self._attempt(key, time)
+        attempt._items.append((time if _is_time(time) else None, _error_finish(data.get("failure"))))
+        attempt._finished = True
+        attempt.synthesized = True
+        attempt.ended_ms = time if _is_time(time) else None
+        self.open.pop(key, None)
+        return attempt
 
     def _retry_started(self, data: dict[str, Any], time: Any) -> None:
         turn = data.get("turn")
@@ -509,15 +510,8 @@ class _Reader:
             model=model if type(model) is str else self.model,
             synthesized=True,
         )
-        output = data.get("rawOutput", data.get("summary"))
         t = time if _is_time(time) else None
-        index = 0
-        for block in output if type(output) is list else []:
-            kind = block.get("type") if type(block) is dict else None
-            if kind in ("text", "reasoning", "tool-call"):
-                attempt._items.append((t, {"type": "block-start", "index": index, "blockType": kind}))
-                attempt._items.append((t, {"type": "block-end", "index": index, "block": block}))
-                index += 1
+        _add_output_blocks(attempt, data.get("rawOutput", data.get("summary")), t)
         usage = data.get("usage")
         if type(usage) is dict:
             attempt._items.append((t, {"type": "usage", "usage": usage}))
@@ -570,18 +564,76 @@ _NOT_JSON = object()
 
 def _chunk_too_deep(chunk: dict[str, Any]) -> bool:
     """``_too_deep`` for a chunk, skipping the walk for the shapes that cannot nest (most of them)."""
-    if "replayState" not in chunk:
-        block = chunk.get("block")
-        if type(block) is dict and block.get("type") in _FLAT_BLOCKS:
-            return False
-        reason = chunk.get("reason")
-        if type(reason) is dict and not any(type(v) in (dict, list) for v in reason.values()):
-            return False
-        if chunk.get("type") == "finish" and type(reason) is dict:
-            failure = reason.get("failure")
-            if type(failure) is dict and not any(type(v) in (dict, list) for v in failure.values()):
-                return False
+    if "replayState" not in chunk and _cannot_nest(chunk):
+        return False
     return too_deep(chunk)
+
+
+def _cannot_nest(chunk: dict[str, Any]) -> bool:
+    """A block-end of a flat block, or a finish whose reason (or its failure) holds no container."""
+    block = chunk.get("block")
+    if type(block) is dict and block.get("type") in _FLAT_BLOCKS:
+        return True
+    reason = chunk.get("reason")
+    if type(reason) is not dict:
+        return False
+    if _flat(reason):
+        return True
+    if chunk.get("type") != "finish":
+        return False
+    failure = reason.get("failure")
+    return type(failure) is dict and _flat(failure)
+
+
+def _flat(record: dict[str, Any]) -> bool:
+    return not any(type(v) in (dict, list) for v in record.values())
+
+
+def _add_output_blocks(attempt: DshAttempt, output: Any, t: float | None) -> None:
+    """A start and an end chunk for each text, reasoning or tool-call block of ``output``, numbered 0, 1, …"""
+    index = 0
+    for block in output if type(output) is list else []:
+        kind = block.get("type") if type(block) is dict else None
+        if kind in ("text", "reasoning", "tool-call"):
+            attempt._items.append((t, {"type": "block-start", "index": index, "blockType": kind}))
+            attempt._items.append((t, {"type": "block-end", "index": index, "block": block}))
+            index += 1
+
+
+def _packed_row(kind: str, data: dict[str, Any]) -> tuple[int, int, list[Any]]:
+    """A packed row's turn, step and member texts; ``_BadRecord`` for a row of the wrong shape."""
+    turn = data.get("turn")
+    step = data.get("step")
+    index = data.get("index")
+    texts = data.get("args" if kind == "tool-call-chunks" else "texts")
+    dt = data.get("dt")
+    if (
+        type(turn) is not int
+        or type(step) is not int
+        or type(index) is not int
+        or type(texts) is not list
+        or not texts
+        or type(dt) is not list
+    ):
+        raise _BadRecord(f"a {kind} row needs integer turn, step, index, a non-empty text list and dt")
+    if len(dt) != len(texts) - 1:
+        raise _BadRecord(
+            f"a {kind} row of {len(texts)} members needs {len(texts) - 1} dt gaps, not {len(dt)}"
+        )
+    _check_members(kind, data, texts, dt)
+    return turn, step, texts
+
+
+def _check_members(kind: str, data: dict[str, Any], texts: list[Any], dt: list[Any]) -> None:
+    """A packed row's members are strings, its gaps numbers, and a tool row names its call."""
+    if not set(map(type, texts)) <= _STR:
+        raise _BadRecord(f"a {kind} row's texts must all be strings")
+    if dt and not set(map(type, dt)) <= _NUMBER:
+        raise _BadRecord(f"a {kind} row's dt gaps must all be numbers")
+    if kind == "tool-call-chunks":
+        name = data.get("name")
+        if type(data.get("id")) is not str or not (name is None or type(name) is str):
+            raise _BadRecord("a tool-call-chunks row needs a string id (and a string name, if any)")
 
 
 def _error_finish(failure: Any) -> dict[str, Any]:
