@@ -31,8 +31,10 @@ CHUNK_TYPES = frozenset(_CHUNK_MODELS)
 
 
 def is_zstd(first_bytes: bytes) -> bool:
-    """True when the file's first bytes are a zstd frame's magic number."""
-    return first_bytes[:4] == ZSTD_MAGIC
+    """True when the file's first bytes are a zstd frame's magic number, or all a cut-short file
+    has of it (the zstd reader then reports the file as truncated)."""
+    start = first_bytes[:4]
+    return bool(start) and ZSTD_MAGIC.startswith(start)
 
 
 def detect_kind(first: Any) -> Kind | None:

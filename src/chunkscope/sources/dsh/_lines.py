@@ -206,6 +206,8 @@ def reader_of(handle: IO[bytes]) -> Callable[[int], bytes]:
     """
     peek = getattr(handle, "peek", None)
     magic = peek(4)[:4] if peek is not None else b""
-    if magic == ZSTD_MAGIC:
+    # A start that is only part of the magic is a zstd file cut short (no JSON text starts with
+    # "("): the zstd reader reports it as truncated, not as text that is not UTF-8.
+    if magic and ZSTD_MAGIC.startswith(magic):
         return _ZstdFrames(handle).read_block
     return handle.read
