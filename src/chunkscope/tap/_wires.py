@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chunkscope.adapters._failures import error_from_response, transport_error
 from chunkscope.adapters._core.framing import SseDecoder
+from chunkscope.adapters._failures import error_from_response, transport_error
 from chunkscope.adapters.anthropic import AnthropicTranslator, map_stop_reason
 from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, TokenUsage
