@@ -100,6 +100,20 @@ class TapTable(StaticCopyWidget):
         self._feed = asyncio.get_running_loop().create_task(self._follow_call(timeline, call))
         return timeline
 
+    async def show_call(self, call_id: int) -> Any:
+        """Open call ``call_id``'s timeline (as a click does) and wait until it is drawn to the end;
+        its ``StreamResult``, or None for an unknown id."""
+        if self.open_call(call_id) is None or self._feed is None:
+            return None
+        return await self._feed
+
+    def _ipython_display_(self) -> None:
+        # The table, then under it the place where a clicked call's timeline appears.
+        from IPython.display import display
+
+        super()._ipython_display_()
+        display(self.detail)  # type: ignore[no-untyped-call]
+
     def _show(self, timeline: Timeline) -> None:
         # The bundle itself (the widget view beside its static copy), set as the Output's one output:
         # no display machinery needed, and a saved notebook keeps the static timeline.
@@ -169,13 +183,8 @@ class TapTable(StaticCopyWidget):
 
 
 def display_tap(tap: Any) -> bool:
-    """IPython's display hook for a ``Tap``: show a live ``TapTable`` of it, and under it the
-    place where a clicked call's timeline appears."""
-    from IPython.display import display
-
-    table = TapTable(tap)
-    table._ipython_display_()
-    display(table.detail)  # type: ignore[no-untyped-call]
+    """IPython's display hook for a ``Tap``: show a live ``TapTable`` of it (and its timeline place)."""
+    TapTable(tap)._ipython_display_()
     return True
 
 
