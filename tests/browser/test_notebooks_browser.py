@@ -140,3 +140,17 @@ def test_notebook_04_agent_loop_runs_with_the_agent_run_on_screen(lab: Lab) -> N
     ok_run.scroll_into_view_if_needed()
     assert ok_run.is_visible()
     lab.screenshot("notebook-04-agent-loop.png")
+
+
+def test_notebook_05_tap_runs_with_the_table_and_a_calls_timeline_on_screen(lab: Lab) -> None:
+    page = run_notebook(lab, "05-tap-any-app.ipynb")
+    table = page.locator(".jp-CodeCell").nth(0).locator(".cs-tap-table").first
+    table.wait_for(state="attached")
+    page.wait_for_function(
+        "el => el.querySelectorAll('tbody tr:not(.cs-tap-running)').length === 3", arg=table.element_handle()
+    )
+    assert table.locator(".cs-tap-badge").all_text_contents() == ["RATE_LIMIT"]
+    shown = finished_timelines(page)
+    opened = [state for title, (state, _) in shown.items() if title.startswith("#1 openai reasoning")]
+    assert opened == ["done"], shown
+    lab.screenshot("notebook-05-tap-any-app.png")

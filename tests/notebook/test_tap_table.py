@@ -58,3 +58,69 @@ def test_a_displayed_tap_shows_the_table() -> None:
     formatter = shell.display_formatter.ipython_display_formatter
     with cs.LocalProvider() as provider, cs.Tap(upstream=provider.url) as tap:
         assert formatter.lookup(tap) is _reprs._display_tap
+
+
+async def _open_while_streaming(tap: cs.Tap, table: TapTable, model: str) -> tuple[object, list[int]]:
+    """Start a ``model`` call from a thread, click its row once it is on the table, follow it to the end.
+
+    Returns the call and how many records the timeline had each time the call was seen still running.
+    """
+    import asyncio
+    import threading
+
+    client = threading.Thread(target=_post, args=(tap, model))
+    client.start()
+    try:
+        while not tap.calls or not tap.calls[-1].chunks:
+            await asyncio.sleep(0.005)
+        call = tap.calls[-1]
+        table._on_front_end_msg(table, {"type": "open", "id": call.id}, [])  # what a click sends
+        assert table._feed is not None and table.timeline is not None
+        live: list[int] = []
+        while not table._feed.done():
+            if not call.done:
+                live.append(len(table.timeline._records))
+            await asyncio.sleep(0.01)
+        return call, live
+    finally:
+        await asyncio.to_thread(client.join, 10)
+
+
+async def test_clicking_a_row_opens_the_calls_timeline_live_while_it_streams() -> None:
+    with cs.LocalProvider() as provider, cs.Tap(upstream=provider.url) as tap:
+        table = TapTable(tap, interval=0.02)
+        try:
+            call, live = await _open_while_streaming(tap, table, "slow-tokens")
+            timeline = table.timeline
+            assert timeline is not None and timeline.result is not None
+            # live: the timeline grew while the call still streamed, not only at its end
+            assert any(0 < n < len(call.chunks) for n in live), live
+            assert len(timeline.result.chunks) == len(call.chunks)  # none missed, none twice
+            assert [c.type for c in timeline.result.chunks] == [c.type for c in call.chunks]
+            # each chunk sits at the time its read reached the tap (not when the kernel drew it)
+            times = [record[0] for record in timeline._records]
+            assert times == [round(t * 1000, 3) for t in call.chunk_times]
+            assert timeline.result.error is None and timeline._end is not None
+            assert timeline._end["status"] == "done"
+            assert table.detail.outputs and "application/vnd.jupyter.widget-view+json" in (
+                table.detail.outputs[0]["data"]
+            )
+        finally:
+            table.close()
+
+
+async def test_a_finished_faults_timeline_shows_its_code() -> None:
+    with cs.LocalProvider() as provider, cs.Tap(upstream=provider.url) as tap:
+        table = TapTable(tap, interval=0.02)
+        try:
+            _post(tap, "fault-429")
+            assert tap.calls[-1].wait(5)
+            table.open_call(tap.calls[-1].id)
+            assert table._feed is not None
+            result = await table._feed
+            assert result.error_code == "RATE_LIMIT"
+            assert table.timeline is not None and table.timeline._end is not None
+            assert table.timeline._end["status"] == "error"
+            assert table.open_call(10_000) is None  # an unknown id (a stale click) opens nothing
+        finally:
+            table.close()

@@ -34,6 +34,7 @@ __all__ = [
     "FRAME_INTERVAL",
     "ConformanceGrid",
     "UsageSummary",
+    "TapTable",
     "usage_html",
     "usage_state",
     "ViolationList",
@@ -54,6 +55,7 @@ _LAZY = {
     "FRAME_INTERVAL": ".timeline._widget",
     "ConformanceGrid": ".conformance_grid._widget",
     "UsageSummary": ".usage_summary._widget",
+    "TapTable": ".tap_table._widget",
 }
 
 
@@ -67,6 +69,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from .conformance_grid._widget import ConformanceGrid
+    from .tap_table._widget import TapTable
     from .timeline._widget import FRAME_INTERVAL, Timeline, show
     from .usage_summary._widget import UsageSummary
 

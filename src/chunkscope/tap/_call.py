@@ -8,10 +8,13 @@ the time the read *arrived*, so a slow parse never shifts a measurement.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 import time
 import zlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,8 @@ from ._redact import ByteMask, mask_text
 from ._wires import SseDecoder, Translator, Wire, error_from_response
 
 __all__ = ["TapCall", "TapTimings"]
+
+_END = object()  # a follower's end-of-call marker
 
 _ERROR_BODY_LIMIT = 64 << 10  # bytes of an error answer read for its code and message
 _WHOLE_BODY_LIMIT = 32 << 20  # bytes of a non-streaming JSON answer parsed for its usage
@@ -83,7 +88,14 @@ class TapCall:
     result: StreamResult | None = None
     recording: str | None = None
     """The recording file's path, once written (``Tap(record=DIR)``)."""
+    clock_start: float = 0.0
+    """The request's start on the tap's clock (``now()``), so a follower can tell live time."""
+    chunk_times: list[float] = field(default_factory=list, repr=False)
+    """The arrival time of the read that gave each chunk, from the request's start (live)."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    # Guards chunks, chunk_times, the end and the followers, so a follower misses and repeats nothing.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _followers: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
     _inspector: StreamInspector = field(default_factory=StreamInspector, repr=False)
 
     @property
@@ -137,6 +149,63 @@ class TapCall:
             "done": self.done,
         }
 
+    def follow(self) -> AsyncIterator[tuple[float, Any]]:
+        """``(t, chunk)`` for each chunk, those so far then each as it is parsed, until the call ends.
+
+        Iterate it in an event loop (a notebook's): the parser thread hands each
+        chunk over with ``loop.call_soon_threadsafe``, so the loop never blocks
+        on the tap and the tap never waits for the loop. A failed call raises
+        its ``LlmError`` at the end, after its chunks.
+        """
+        return self._follow()
+
+    async def _follow(self) -> AsyncIterator[tuple[float, Any]]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def hand_over(item: Any) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody follows any more
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        with self._lock:
+            backlog = list(zip(self.chunk_times, self.chunks, strict=False))
+            ended = self.done
+            if not ended:
+                self._followers.append(hand_over)
+        try:
+            for item in backlog:
+                yield item
+            while not ended:
+                item = await queue.get()
+                if item is _END:
+                    break
+                yield item
+        finally:
+            with self._lock:
+                if hand_over in self._followers:
+                    self._followers.remove(hand_over)
+        if self.error is not None:
+            raise self.error
+
+    def _chunk(self, t: float, chunk: Any) -> None:
+        """The parser thread: one chunk parsed (checked and kept), handed to every follower."""
+        with self._lock:
+            self._inspector.add(chunk)
+            self.chunk_times.append(t)
+            if self._followers:
+                item = (t, self._inspector.chunks[-1])
+                for hand_over in self._followers:
+                    hand_over(item)
+
+    def _ended(self, result: StreamResult) -> None:
+        """The call ended with ``result``: wake ``wait()`` and end every follower."""
+        with self._lock:
+            self.result = result
+            self._done.set()
+            followers, self._followers = self._followers, []
+        for hand_over in followers:
+            hand_over(_END)
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the call ended (True) or ``timeout`` seconds passed (False)."""
         return self._done.wait(timeout)
@@ -186,7 +255,7 @@ class Parser:
         self.label = label
         self.secrets = secrets
         self.mask = mask
-        self.chunk_times: list[float] = []
+        self.chunk_times = call.chunk_times  # the call's own list: followers read it
         self.translator: Translator | None = None
         self.decoder: SseDecoder | None = None
         self.inflate: _Inflate | None = None
@@ -281,7 +350,7 @@ class Parser:
 
     def _add(self, t: float, chunks: list[Any]) -> None:
         timings = self.call.timings
-        inspector = self.call._inspector
+        add = self.call._chunk
         for chunk in chunks:
             if timings.first_content_s is None and isinstance(
                 chunk, (TextDelta, ReasoningDelta, ToolCallDelta)
@@ -289,8 +358,7 @@ class Parser:
                 timings.first_content_s = t
             if timings.first_text_s is None and isinstance(chunk, TextDelta):
                 timings.first_text_s = t
-            self.chunk_times.append(t)
-            inspector.add(chunk)
+            add(t, chunk)
 
     def finish(self, t: float, outcome: LlmError | None) -> StreamResult:
         """The call ended (``outcome``: the forwarding side's failure, e.g. a drop or an abort)."""

@@ -262,6 +262,7 @@ class Tap:
             request_headers=redact_headers(text_headers),
             request_body=bytes(ByteMask(secrets).push(body)),  # a key quoted in the body too
             started_at=started_at,
+            clock_start=started,
         )
         self.calls.append(call)
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
@@ -366,10 +367,8 @@ class Tap:
                     self._finish(parser, parser.finish(t, value))
             except Exception as exc:  # a parse-side defect must never stop the thread
                 if kind == "end":
-                    parser.call.result = StreamResult(
-                        error=LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
-                    )
-                    parser.call._done.set()
+                    failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
+                    parser.call._ended(StreamResult(error=failure))
                 else:
                     parser.failure = LlmError(
                         f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
@@ -377,7 +376,7 @@ class Tap:
 
     def _finish(self, parser: Parser, result: StreamResult) -> None:
         call = parser.call
-        call.result = result
+        call.result = result  # the usage row and the recording read it; followers end below
         try:
             self.usage.record(
                 result,
@@ -388,7 +387,7 @@ class Tap:
             if self.record is not None and call.wire is not None:
                 call.recording = str(_write_recording(self.record, call, result))
         finally:
-            call._done.set()
+            call._ended(result)
 
     # --- lifecycle -------------------------------------------------------------------------
 

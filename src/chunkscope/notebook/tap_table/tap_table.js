@@ -13,6 +13,10 @@ function draw(model, el) {
   const body = table.createTBody();
   for (const row of state.rows) {
     const tr = body.insertRow();
+    tr.dataset.callId = String(row.id);
+    tr.title = "open this call's timeline";
+    // A click opens the call's live timeline under the table (the kernel answers with it).
+    tr.addEventListener("click", () => model.send({ type: "open", id: row.id }));
     if (row.code) tr.className = "cs-tap-failed";
     else if (!row.done) tr.className = "cs-tap-running";
     for (const [key] of state.columns) {
