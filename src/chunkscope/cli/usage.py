@@ -24,7 +24,6 @@ import argparse
 import os
 import sys
 import warnings
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,16 +50,6 @@ _USABLE_KINDS = ("recording", "dsh")
 _OUTPUT_SUFFIXES = (".csv", ".parquet")
 
 
-def _started_at(header: dict[str, Any]) -> float | None:
-    value = header.get("started")
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
-
-
 def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
     """One stream as one attempt of ``log``, with the recording's own clock."""
     result = analyze(stream, "strict")
@@ -70,7 +59,9 @@ def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
         result.timings.chunk_times = list(times)
         ends = [*times, stream.error_t] if stream.error_t is not None else times
         result.timings.total_s = max(ends) if ends else 0.0
-    result.timings.started_at = _started_at(stream.header)
+    from chunkscope.usage._recordings import parse_started
+
+    result.timings.started_at = parse_started(stream.header.get("started"))
     log.record(
         result,
         provider=str(stream.header.get("provider") or "unknown"),

@@ -43,9 +43,10 @@ from ._dask import read_dsh_sessions, read_parquet_dask
 from ._dsh_frame import session_frame
 from ._llm_frame import read_llm_logs
 from ._log import LoggedAdapter, UsageLog
-from ._parquet import ParquetSink, read_parquet, read_recordings, to_parquet
+from ._parquet import ParquetSink, read_parquet, to_parquet
 from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
+from ._recordings import read_recordings
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags

@@ -1,4 +1,4 @@
-"""Usage frames on disk: one Parquet file, a dataset partitioned by date, and folders of recordings.
+"""Usage frames on disk: one Parquet file, or a dataset partitioned by date.
 
 A dataset is a directory ``<path>/date=YYYY-MM-DD/part-<log>-<n>.parquet``
 (hive partitioning on the UTC date of ``started_at``; ``date=unknown`` when
@@ -19,24 +19,23 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Coroutine, Iterable
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, overload
 
 import pandas as pd
 
-from chunkscope.protocol import LlmError, Timings, collect
-from chunkscope.sources.recording import Recording
-
 from ._schema import COLUMNS, check_columns, coerce, empty_frame
 
-if TYPE_CHECKING:
-    from ._log import UsageLog
 
-__all__ = ["ParquetSink", "read_parquet", "read_recordings", "run_now", "to_parquet"]
+class _Rows(Protocol):
+    """What a sink reads of its log (a ``UsageLog``): how many rows, and a frame of some."""
 
-_T = TypeVar("_T")
+    def __len__(self) -> int: ...
+
+    def to_frame(self, *, start: int = 0, stop: int | None = None) -> pd.DataFrame: ...
+
+
+__all__ = ["ParquetSink", "read_parquet", "to_parquet"]
 
 
 def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
@@ -88,7 +87,7 @@ class ParquetSink:
 
     def __init__(
         self,
-        log: UsageLog,
+        log: _Rows,
         path: str | os.PathLike[str],
         *,
         flush_rows: int = 20,
@@ -171,68 +170,3 @@ def _flush_at_exit(ref: weakref.ref[ParquetSink]) -> None:
 
 
 # --- recordings ----------------------------------------------------------------------
-
-
-def read_recordings(folder: str | os.PathLike[str], pattern: str = "*.jsonl") -> pd.DataFrame:
-    """One usage frame from a folder of ``RecordingAdapter`` recordings (one row per file).
-
-    Provider, model and start time come from each recording's header, the
-    timings from its ``t`` stamps, an ``error`` line becomes the row's error;
-    ``call_id`` is the file name without its suffix. A file that is not a
-    recording raises ``RecordingFileError`` naming the file and line.
-    """
-    from ._log import UsageLog
-
-    log = UsageLog()
-    for path in sorted(Path(folder).glob(pattern)):
-        _record_recording(log, Recording.read(path), path.stem)
-    return log.to_frame()
-
-
-def _record_recording(log: UsageLog, recording: Recording, call_id: str) -> None:
-    error = LlmError.from_failure(recording.error) if recording.error is not None else None
-    chunks = [chunk for _, chunk in recording.entries]
-    result = run_now(collect(_with_error(chunks, error) if error is not None else chunks))
-    times = [t for t, _ in recording.entries]
-    ends = [*times, recording.error_t] if recording.error_t is not None else times
-    result.timings = Timings.of_arrivals(
-        times, total_s=max(ends) if ends else 0.0, started_at=_parse_started(recording.header.get("started"))
-    )
-    header = recording.header
-    log.record(
-        result,
-        provider=str(header.get("provider") or "unknown"),
-        model=str(header.get("model") or "unknown"),
-        call_id=call_id,
-    )
-
-
-def run_now(coroutine: Coroutine[Any, Any, _T]) -> _T:
-    """Run a coroutine that never waits (``collect`` over chunks in memory) to its end, here.
-
-    Unlike ``asyncio.run`` this works inside a running loop (a Jupyter cell).
-    """
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return cast(_T, done.value)
-    coroutine.close()
-    raise RuntimeError("the coroutine waited for something; run_now only drives in-memory work")
-
-
-def _with_error(chunks: Iterable[Any], error: LlmError) -> Any:
-    async def stream() -> Any:
-        for chunk in chunks:
-            yield chunk
-        raise error
-
-    return stream()
-
-
-def _parse_started(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
