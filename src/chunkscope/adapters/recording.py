@@ -23,6 +23,7 @@ from chunkscope.sources.recording import (
     Recording,
     RecordingFileError,
     aborted_finish,
+    recording_header,
     recording_line,
 )
 
@@ -57,14 +58,12 @@ class RecordingAdapter(WrappingAdapter):
         return f"RecordingAdapter({self.inner!r}, {self.path!r})"
 
     def _header(self, options: GenerateOptions) -> dict[str, Any]:
-        header: dict[str, Any] = {
-            "recording": "chunkscope",
-            "version": FORMAT_VERSION,
-            "provider": options.provider,
-            "model": options.model,
-            "adapter": type(self.inner).__name__,
-            "started": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        }
+        header = recording_header(
+            provider=options.provider,
+            model=options.model,
+            adapter=type(self.inner).__name__,
+            started=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        )
         for name in ("reasoning_effort", "purpose", "temperature", "max_tokens"):
             value = getattr(options, name)
             if value is not None:

@@ -38,6 +38,7 @@ __all__ = [
     "RecordingFileError",
     "aborted_finish",
     "parse_or_keep",
+    "recording_header",
     "recording_line",
 ]
 
@@ -53,6 +54,21 @@ def parse_or_keep(obj: Any) -> AnyChunk | dict[str, Any]:
         if isinstance(obj, dict):
             return obj  # a deliberately broken chunk (or one recorded broken): replayed unchanged
         raise
+
+
+def recording_header(
+    *, provider: str | None, model: str | None, adapter: str, started: str, **request: Any
+) -> dict[str, Any]:
+    """A recording's first line: the format and version, then what the call was (never a key)."""
+    return {
+        "recording": "chunkscope",
+        "version": FORMAT_VERSION,
+        "provider": provider,
+        "model": model,
+        "adapter": adapter,
+        "started": started,
+        **request,
+    }
 
 
 def recording_line(obj: dict[str, Any]) -> bytes:

@@ -39,7 +39,7 @@ import httpx
 import uvicorn
 
 from chunkscope.protocol import LlmError, StreamResult
-from chunkscope.sources._json import json_line
+from chunkscope.sources.recording import recording_header, recording_line
 from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
@@ -523,24 +523,22 @@ def _write_recording(folder: Path, call: TapCall, result: StreamResult) -> Path:
     """Write ``call`` as a recording ``ReplayAdapter`` replays; whole (temp file + rename) or not at all."""
     name = f"{call.id:05d}-{call.wire}-{_UNSAFE.sub('_', call.model or 'unknown')[:60]}.jsonl"
     path = folder / name
-    header: dict[str, Any] = {
-        "recording": "chunkscope",
-        "version": 1,
-        "provider": call.wire,
-        "model": call.model,
-        "adapter": "Tap",
-        "started": datetime.fromtimestamp(call.started_at, UTC).isoformat(timespec="milliseconds"),
-        "method": call.method,
-        "path": call.path,
-        "status": call.status,
-    }
-    lines = [json_line(header, allow_nan=True, default=str)]
+    header = recording_header(
+        provider=call.wire,
+        model=call.model,
+        adapter="Tap",
+        started=datetime.fromtimestamp(call.started_at, UTC).isoformat(timespec="milliseconds"),
+        method=call.method,
+        path=call.path,
+        status=call.status,
+    )
+    lines = [recording_line(header)]
     for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
         body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-        lines.append(json_line({"t": round(t, 6), "chunk": body}, allow_nan=True, default=str))
+        lines.append(recording_line({"t": round(t, 6), "chunk": body}))
     if result.error is not None:
         t = call.timings.total_s or 0.0
-        lines.append(json_line({"t": round(t, 6), "error": result.error.failure.to_dict()}, allow_nan=True))
+        lines.append(recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()}))
     temporary = path.with_suffix(".jsonl.part")
     temporary.write_bytes(b"".join(lines))
     os.replace(temporary, path)
