@@ -219,21 +219,8 @@ class OtelSink:
         total_ns = int(timings.total_s * _NS)
         started_at = timings.started_at
         start = int(started_at * _NS) if started_at is not None else time.time_ns() - total_ns
-        common: dict[str, Any] = {
-            gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
-            gen_ai.GEN_AI_PROVIDER_NAME: provider,
-            gen_ai.GEN_AI_REQUEST_MODEL: model,
-            # The protocol carries no separate response model: the adapter's model is the one that answered.
-            gen_ai.GEN_AI_RESPONSE_MODEL: model,
-        }
-        server = self._servers.get(provider)
-        if server is not None:
-            common[server_attributes.SERVER_ADDRESS] = server[0]
-            if server[1] is not None:
-                common[server_attributes.SERVER_PORT] = server[1]
         error_code = result.error_code
-        if error_code is not None:
-            common[error_attributes.ERROR_TYPE] = error_code
+        common = _chat_attributes(provider, model, self._servers.get(provider), error_code)
         attributes = dict(common)
         inclusive, output = _usage_attributes(result.usage, attributes)
         if result.finish is not None:
@@ -253,30 +240,29 @@ class OtelSink:
         span = self._tracer.start_span(
             f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start
         )
-        if result.violations:
-            chunk_times = timings.chunk_times
-            for violation in result.violations:
-                at = violation.position
-                offset = chunk_times[at] if at is not None and 0 <= at < len(chunk_times) else timings.total_s
-                event: dict[str, Any] = {
-                    RULE: violation.rule,
-                    SEVERITY: violation.severity,
-                    MESSAGE: violation.message,
-                }
-                if at is not None:
-                    event[POSITION] = at
-                span.add_event(VIOLATION_EVENT, event, timestamp=start + int(offset * _NS))
+        _add_violation_events(span, result, start)
         if error_code is not None:
             span.set_status(Status(StatusCode.ERROR, error_code))
         span.end(end_time=start + total_ns)
-        self._duration.record(timings.total_s, common)
+        self._record_metrics(common, timings.total_s, first, inclusive, output)
+        return call_id
+
+    def _record_metrics(
+        self,
+        common: dict[str, Any],
+        duration_s: float,
+        first: float | None,
+        inclusive: int | None,
+        output: int | None,
+    ) -> None:
+        """An attempt's duration, time to first chunk and input/output tokens, on the GenAI metrics."""
+        self._duration.record(duration_s, common)
         if first is not None:
             self._ttfc.record(first, common)
         if inclusive is not None:
             self._token_usage.record(inclusive, {**common, gen_ai.GEN_AI_TOKEN_TYPE: _TOKEN_INPUT})
         if output is not None:
             self._token_usage.record(output, {**common, gen_ai.GEN_AI_TOKEN_TYPE: _TOKEN_OUTPUT})
-        return call_id
 
     def _parent(self, tags: Mapping[str, str] | None, attributes: dict[str, Any]) -> Context | None:
         """The open agent step's context for an agent-loop attempt; other tags become attributes."""
@@ -504,20 +490,9 @@ def _replay_row(
     """One frame row as its ``chat`` span (the attributes ``OtelSink.record`` writes)."""
     provider = str(_value(row, "provider") or "unknown")
     model = str(_value(row, "model") or "unknown")
-    attributes: dict[str, Any] = {
-        gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
-        gen_ai.GEN_AI_PROVIDER_NAME: provider,
-        gen_ai.GEN_AI_REQUEST_MODEL: model,
-        gen_ai.GEN_AI_RESPONSE_MODEL: model,
-    }
-    server = known.get(provider)
-    if server is not None:
-        attributes[server_attributes.SERVER_ADDRESS] = server[0]
-        if server[1] is not None:
-            attributes[server_attributes.SERVER_PORT] = server[1]
-    error_code = _value(row, "error_code")
-    if error_code is not None:
-        attributes[error_attributes.ERROR_TYPE] = str(error_code)
+    found_code = _value(row, "error_code")
+    error_code = None if found_code is None else str(found_code)
+    attributes = _chat_attributes(provider, model, known.get(provider), error_code)
     _count_attributes(
         _int(row, "input_tokens"),
         _int(row, "output_tokens"),
@@ -526,12 +501,33 @@ def _replay_row(
         _int(row, "reasoning_tokens"),
         attributes,
     )
+    _row_outcome(row, attributes)
+    _row_attempt(row, attributes)
+    for key, value in tags.items():
+        attributes[TAG_PREFIX + key] = str(value)
+    structure = _structure(tags)
+    parent_span = step_spans.get(structure) if structure is not None else None
+    parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
+    span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
+    _end(span, error_code, end)
+
+
+def _row_outcome(row: Mapping[str, Any], attributes: dict[str, Any]) -> None:
+    """A row's finish, first-chunk time and rule findings (violations and warnings, one count)."""
     finish = _value(row, "finish")
     if finish is not None:
         attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (str(finish),)
     ttfc = _value(row, "ttfc_s")
     if ttfc is not None:
         attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = float(ttfc)
+    violations = _int(row, "violations")
+    warnings = _int(row, "warnings")
+    if violations or warnings:
+        attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
+
+
+def _row_attempt(row: Mapping[str, Any], attributes: dict[str, Any]) -> None:
+    """A row's call id, attempt number, chunk count and final flag."""
     for column, name in (("call_id", CALL_ID), ("attempt", ATTEMPT), ("chunks", CHUNKS)):
         value = _value(row, column)
         if value is not None:
@@ -539,14 +535,40 @@ def _replay_row(
     final = _value(row, "final")
     if final is not None:
         attributes[FINAL] = bool(final)
-    violations = _int(row, "violations")
-    warnings = _int(row, "warnings")
-    if violations or warnings:
-        attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
-    for key, value in tags.items():
-        attributes[TAG_PREFIX + key] = str(value)
-    structure = _structure(tags)
-    parent_span = step_spans.get(structure) if structure is not None else None
-    parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
-    span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
-    _end(span, None if error_code is None else str(error_code), end)
+
+
+def _chat_attributes(
+    provider: str, model: str, server: tuple[str, int | None] | None, error_code: str | None
+) -> dict[str, Any]:
+    """The attributes a ``chat`` span shares with its metrics: operation, provider, model, server, error."""
+    attributes: dict[str, Any] = {
+        gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
+        gen_ai.GEN_AI_PROVIDER_NAME: provider,
+        gen_ai.GEN_AI_REQUEST_MODEL: model,
+        # The protocol carries no separate response model: the adapter's model is the one that answered.
+        gen_ai.GEN_AI_RESPONSE_MODEL: model,
+    }
+    if server is not None:
+        attributes[server_attributes.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attributes[server_attributes.SERVER_PORT] = server[1]
+    if error_code is not None:
+        attributes[error_attributes.ERROR_TYPE] = error_code
+    return attributes
+
+
+def _add_violation_events(span: Span, result: StreamResult, start: int) -> None:
+    """One event per violation on ``span``, at its chunk's time (the stream's end for a stream-wide one)."""
+    timings = result.timings
+    chunk_times = timings.chunk_times
+    for violation in result.violations:
+        at = violation.position
+        offset = chunk_times[at] if at is not None and 0 <= at < len(chunk_times) else timings.total_s
+        event: dict[str, Any] = {
+            RULE: violation.rule,
+            SEVERITY: violation.severity,
+            MESSAGE: violation.message,
+        }
+        if at is not None:
+            event[POSITION] = at
+        span.add_event(VIOLATION_EVENT, event, timestamp=start + int(offset * _NS))
