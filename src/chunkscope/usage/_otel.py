@@ -24,7 +24,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -398,30 +398,62 @@ def to_otel(
     and one span per turn and step). Rows without a start time are skipped.
     Returns the spans emitted.
     """
-    if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_frame", None)):
-        frame = frame.to_frame()
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"to_otel needs a usage frame or a session log, not {type(frame).__name__}")
-    if frame.attrs.get("token_convention") == "inclusive":
-        raise ValueError("to_otel needs the frame's disjoint counts (this one went through to_inclusive)")
+    frame = _usage_frame(frame)
     tracer = _tracer(tracer_provider)
     known = {provider: found for provider, target in (servers or {}).items() if (found := _server(target))}
     n = len(frame)
     if n == 0 or "started_at" not in frame.columns:
         return 0
     # Pass 1, column-wise (no row dicts held): every row's start and end, and its run and step.
+    valid, start_ns, end_ns = _row_times(frame)
+    tags_of = _TagsReader(frame["tags"].tolist() if "tags" in frame.columns else [None] * n)
+    runs, steps = _structure_bounds(valid, tags_of, start_ns, end_ns)
+    emitted = 0
+    run_spans, step_spans = _open_structure(tracer, runs, steps)
+    # Pass 2, a slice of rows at a time: the spans themselves.
+    for first in range(0, n, _REPLAY_SLICE):
+        records = frame.iloc[first : first + _REPLAY_SLICE].to_dict("records")
+        for j, row in enumerate(records, start=first):
+            if valid[j]:
+                tags = tags_of(j)
+                _replay_row(tracer, row, tags, int(start_ns[j]), int(end_ns[j]), known, step_spans)
+                emitted += 1
+    return emitted + _end_structure(run_spans, step_spans, runs, steps)
+
+
+def _usage_frame(frame: Any) -> pd.DataFrame:
+    """``frame`` as a usage frame of disjoint counts (a session log through its ``to_frame()``)."""
+    if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_frame", None)):
+        frame = frame.to_frame()
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"to_otel needs a usage frame or a session log, not {type(frame).__name__}")
+    if frame.attrs.get("token_convention") == "inclusive":
+        raise ValueError("to_otel needs the frame's disjoint counts (this one went through to_inclusive)")
+    return frame
+
+
+def _row_times(frame: pd.DataFrame) -> tuple[Any, Any, Any]:
+    """Which rows have a start time, and every row's start and end in ns since the epoch."""
     started = pd.to_datetime(frame["started_at"], utc=True)
     valid = started.notna().to_numpy()
     start_ns = started.dt.as_unit("ns").array.asi8
     if "duration_s" in frame.columns:
         duration = np.nan_to_num(frame["duration_s"].to_numpy(dtype=float, na_value=np.nan), nan=0.0)
     else:
-        duration = np.zeros(n)
-    end_ns = start_ns + (duration * _NS).astype(np.int64)
-    parsed: dict[Any, dict[str, str]] = {}  # each distinct tags text is parsed once
+        duration = np.zeros(len(frame))
+    return valid, start_ns, start_ns + (duration * _NS).astype(np.int64)
 
-    def tags_of(text: Any) -> dict[str, str]:
-        found = parsed.get(text)
+
+class _TagsReader:
+    """Row ``j``'s tags from their JSON text; each distinct text is parsed once."""
+
+    def __init__(self, texts: list[Any]) -> None:
+        self._texts = texts
+        self._parsed: dict[Any, dict[str, str]] = {}
+
+    def __call__(self, j: int) -> dict[str, str]:
+        text = self._texts[j]
+        found = self._parsed.get(text)
         if found is None:
             try:
                 found = json.loads(text) if isinstance(text, str) and text else {}
@@ -429,20 +461,30 @@ def to_otel(
                 found = None
             if not isinstance(found, dict):
                 raise ValueError(f"to_otel: a row's tags are not a JSON object: {str(text)[:80]!r}")
-            parsed[text] = found
+            self._parsed[text] = found
         return found
 
-    tag_texts = frame["tags"].tolist() if "tags" in frame.columns else [None] * n
+
+def _structure_bounds(
+    valid: Any, tags_at: Callable[[int], dict[str, str]], start_ns: Any, end_ns: Any
+) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
+    """The ``[start, end]`` in ns of each agent run and step: from its rows' first start to last end."""
     runs: dict[str, list[int]] = {}
     steps: dict[tuple[str, str], list[int]] = {}
     for j in np.flatnonzero(valid).tolist():
-        step_key = _structure(tags_of(tag_texts[j]))
+        step_key = _structure(tags_at(j))
         if step_key is None:
             continue
         start, end = int(start_ns[j]), int(end_ns[j])
         for bounds in (runs.setdefault(step_key[0], [start, end]), steps.setdefault(step_key, [start, end])):
             bounds[0], bounds[1] = min(bounds[0], start), max(bounds[1], end)
-    emitted = 0
+    return runs, steps
+
+
+def _open_structure(
+    tracer: trace.Tracer, runs: Mapping[str, list[int]], steps: Mapping[tuple[str, str], list[int]]
+) -> tuple[dict[str, Span], dict[tuple[str, str], Span]]:
+    """An ``invoke_agent`` span per run and a span per step under it, each opened at its first start."""
     run_spans: dict[str, Span] = {}
     for run_id, (start, _end_ns) in runs.items():
         run_spans[run_id] = tracer.start_span(
@@ -461,21 +503,21 @@ def to_otel(
             {STEP: int(step)} if step.isdigit() else {},
             start_time=start,
         )
-    # Pass 2, a slice of rows at a time: the spans themselves.
-    for first in range(0, n, _REPLAY_SLICE):
-        records = frame.iloc[first : first + _REPLAY_SLICE].to_dict("records")
-        for j, row in enumerate(records, start=first):
-            if valid[j]:
-                tags = tags_of(tag_texts[j])
-                _replay_row(tracer, row, tags, int(start_ns[j]), int(end_ns[j]), known, step_spans)
-                emitted += 1
+    return run_spans, step_spans
+
+
+def _end_structure(
+    run_spans: Mapping[str, Span],
+    step_spans: Mapping[tuple[str, str], Span],
+    runs: Mapping[str, list[int]],
+    steps: Mapping[tuple[str, str], list[int]],
+) -> int:
+    """End every step span, then every run span, at its last row's end; return how many were ended."""
     for step_key, step_span in step_spans.items():
         step_span.end(end_time=steps[step_key][1])
-        emitted += 1
     for run_id, run_span in run_spans.items():
         run_span.end(end_time=runs[run_id][1])
-        emitted += 1
-    return emitted
+    return len(step_spans) + len(run_spans)
 
 
 def _replay_row(
