@@ -606,12 +606,9 @@ class AgentLoop:
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
             while pending:
-                waiting: set[asyncio.Future[Any]] = set(pending)
-                if aborted is not None:
-                    waiting.add(aborted)
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if aborted is not None and aborted in done:
-                    break
+                done = await _next_done(pending, aborted)
+                if done is None:
+                    break  # aborted: the unfinished tools are cancelled
                 for task in done:
                     i = pending.pop(task)
                     outcomes[i] = task.result()
@@ -619,10 +616,7 @@ class AgentLoop:
                 if fatal:
                     break  # the other tools are cancelled: the run stops
         finally:
-            for task in pending:
-                task.cancel()
-            if aborted is not None and not aborted.done():
-                aborted.cancel()
+            _cancel_all([*pending, aborted])
         record.tools.extend(outcomes[i] for i in sorted(outcomes))
 
     async def _call_tool(self, call: ToolCallBlock, now: _Clock, fatal: list[BaseException]) -> ToolOutcome:
@@ -770,3 +764,21 @@ def _capped(content: str) -> str:
     if len(content) > _MAX_RESULT_CHARS:
         return content[:_MAX_RESULT_CHARS] + " …(cut)"
     return content
+
+
+async def _next_done(
+    pending: Mapping[asyncio.Future[ToolOutcome], int], aborted: asyncio.Future[Any] | None
+) -> set[asyncio.Future[Any]] | None:
+    """The tool calls that finished next (at least one); None when the run was aborted first."""
+    waiting: set[asyncio.Future[Any]] = set(pending)
+    if aborted is not None:
+        waiting.add(aborted)
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    return None if aborted is not None and aborted in done else done
+
+
+def _cancel_all(futures: Iterable[asyncio.Future[Any] | None]) -> None:
+    """Cancel each future not yet done (the unfinished tool calls, the abort waiter)."""
+    for future in futures:
+        if future is not None and not future.done():
+            future.cancel()
