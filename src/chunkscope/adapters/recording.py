@@ -33,6 +33,7 @@ from .scripted import Sleep, pause_or_abort
 
 __all__ = ["FORMAT_VERSION", "Recording", "RecordingAdapter", "RecordingFileError", "ReplayAdapter"]
 
+
 class RecordingAdapter(WrappingAdapter):
     """Wraps ``inner``; every stream passes through unchanged and is written to ``path``.
 
@@ -157,11 +158,8 @@ class ReplayAdapter(LlmAdapter):
         recording = Recording.read(self.path)
         signal = options.signal
         scale = None if self.speed is None or math.isinf(self.speed) else 1.0 / self.speed
-        schedule: list[tuple[float, AnyChunk | dict[str, Any] | None]] = list(recording.entries)
-        if recording.error is not None:
-            schedule.append((recording.error_t or 0.0, None))  # the error waits for its recorded time too
         previous = 0.0
-        for t, chunk in schedule:
+        for t, chunk in _schedule(recording):
             if scale is not None and t > previous:
                 await pause_or_abort((t - previous) * scale, self._sleep, signal)
             previous = max(previous, t)
@@ -171,3 +169,11 @@ class ReplayAdapter(LlmAdapter):
                 yield cast(AnyChunk, chunk)
         if recording.error is not None:
             raise LlmError.from_failure(recording.error)
+
+
+def _schedule(recording: Recording) -> list[tuple[float, AnyChunk | dict[str, Any] | None]]:
+    """The recorded chunks with their times, then (None) the recorded error at its time, if any."""
+    schedule: list[tuple[float, AnyChunk | dict[str, Any] | None]] = list(recording.entries)
+    if recording.error is not None:
+        schedule.append((recording.error_t or 0.0, None))  # the error waits for its recorded time too
+    return schedule

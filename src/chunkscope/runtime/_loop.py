@@ -41,7 +41,7 @@ from chunkscope.protocol import (
 )
 
 from ._registry import LlmRuntime
-from ._retry import RetryPolicy
+from ._retry import RetryDecision, RetryPolicy
 from ._sync import run_sync
 from ._tools import DEFAULT_TOOL_TIMEOUT_S, Tool, ToolArgumentsError, check_timeout
 
@@ -527,10 +527,7 @@ class AgentLoop:
             result = holder[0]
             attempts.append(result)
             failure = _failure_of(result)
-            decision = None
-            may_retry = delivered == 0 or self.retry.restart_after_output
-            if failure is not None and may_retry and not _aborted(signal, failure):
-                decision = self.retry.decide(failure, retries_here)
+            decision = self._retry_decision(failure, delivered, signal, retries_here)
             self._record(result, options, run_id, step, attempt, final=decision is None)
             usage.append(AttemptUsage(step, attempt, result.usage, decision is None))
             if decision is None or failure is None:
@@ -545,6 +542,18 @@ class AgentLoop:
                 yield OutputDiscarded(now(), step, attempt, delivered)
             if not await self.retry.wait(decision.delay_ms, signal):
                 return  # aborted during the wait: the abort is the outcome
+
+    def _retry_decision(
+        self, failure: LlmError | None, delivered: int, signal: AbortSignal | None, retries_so_far: int
+    ) -> RetryDecision | None:
+        """Whether (and after what wait) a failed attempt is tried again; None: its result stands.
+
+        An attempt whose output reached the caller is restarted only if the policy allows it.
+        """
+        may_retry = delivered == 0 or self.retry.restart_after_output
+        if failure is None or not may_retry or _aborted(signal, failure):
+            return None
+        return self.retry.decide(failure, retries_so_far)
 
     async def _attempt(
         self,
@@ -597,12 +606,9 @@ class AgentLoop:
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
             while pending:
-                waiting: set[asyncio.Future[Any]] = set(pending)
-                if aborted is not None:
-                    waiting.add(aborted)
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if aborted is not None and aborted in done:
-                    break
+                done = await _next_done(pending, aborted)
+                if done is None:
+                    break  # aborted: the unfinished tools are cancelled
                 for task in done:
                     i = pending.pop(task)
                     outcomes[i] = task.result()
@@ -610,20 +616,13 @@ class AgentLoop:
                 if fatal:
                     break  # the other tools are cancelled: the run stops
         finally:
-            for task in pending:
-                task.cancel()
-            if aborted is not None and not aborted.done():
-                aborted.cancel()
+            _cancel_all([*pending, aborted])
         record.tools.extend(outcomes[i] for i in sorted(outcomes))
 
     async def _call_tool(self, call: ToolCallBlock, now: _Clock, fatal: list[BaseException]) -> ToolOutcome:
         start = now()
-        target = self.tools.get(call.name)
         try:
-            if target is None:
-                known = ", ".join(sorted(self.tools)) or "none"
-                raise ToolArgumentsError(f"there is no tool named {call.name!r} (tools: {known})")
-            limit = target.timeout if target.timeout is not None else self.tool_timeout
+            target, limit = self._tool_and_limit(call.name)
             scope = asyncio.timeout(limit)
             async with scope:
                 value = await target.invoke(call.arguments)
@@ -631,11 +630,7 @@ class AgentLoop:
         except ToolArgumentsError as exc:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
-            if isinstance(exc, TimeoutError) and scope.expired():
-                content = f"error: the tool did not finish within {limit:g} s and was stopped (timed out)"
-            else:
-                content = f"error: the tool raised {type(exc).__name__}: {exc}"
-            is_error = True
+            content, is_error = _failure_text(exc, scope, limit), True
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -646,9 +641,15 @@ class AgentLoop:
             # ends (outcome "aborted", a LoopEnd) and the exception is raised again after it.
             fatal.append(exc)
             content, is_error = f"error: the tool raised {type(exc).__name__}", True
-        if len(content) > _MAX_RESULT_CHARS:
-            content = content[:_MAX_RESULT_CHARS] + " …(cut)"
-        return ToolOutcome(call, content, is_error, now() - start)
+        return ToolOutcome(call, _capped(content), is_error, now() - start)
+
+    def _tool_and_limit(self, name: str) -> tuple[Tool, float | None]:
+        """The tool the model named and its limit (its own, else the loop's), or ``ToolArgumentsError``."""
+        target = self.tools.get(name)
+        if target is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            raise ToolArgumentsError(f"there is no tool named {name!r} (tools: {known})")
+        return target, target.timeout if target.timeout is not None else self.tool_timeout
 
     def _abort_error(self, provider: str, signal: AbortSignal, failure: LlmError | None) -> LlmError:
         """The run's ``ABORTED`` error: the adapter's own (already redacted), else the reason, redacted."""
@@ -721,8 +722,6 @@ def _aborted(signal: AbortSignal | None, failure: LlmError) -> bool:
     return failure.code == "ABORTED" or (signal is not None and signal.aborted)
 
 
-
-
 async def _abortable(stream: AsyncIterator[AnyChunk], signal: AbortSignal | None) -> AsyncIterator[AnyChunk]:
     """``stream``, cut short with ``LlmError`` ``ABORTED`` the moment ``signal`` fires."""
     if signal is None:
@@ -751,3 +750,35 @@ async def _abortable(stream: AsyncIterator[AnyChunk], signal: AbortSignal | None
         if aclose is not None:
             with contextlib.suppress(BaseException):
                 await aclose()
+
+
+def _failure_text(exc: Exception, scope: asyncio.Timeout, limit: float | None) -> str:
+    """What the model is told of a tool's failure: its time limit ran out, or the exception it raised."""
+    if isinstance(exc, TimeoutError) and scope.expired():
+        return f"error: the tool did not finish within {limit:g} s and was stopped (timed out)"
+    return f"error: the tool raised {type(exc).__name__}: {exc}"
+
+
+def _capped(content: str) -> str:
+    """A tool result cut to ``_MAX_RESULT_CHARS`` (a marker says it was cut)."""
+    if len(content) > _MAX_RESULT_CHARS:
+        return content[:_MAX_RESULT_CHARS] + " …(cut)"
+    return content
+
+
+async def _next_done(
+    pending: Mapping[asyncio.Future[ToolOutcome], int], aborted: asyncio.Future[Any] | None
+) -> set[asyncio.Future[Any]] | None:
+    """The tool calls that finished next (at least one); None when the run was aborted first."""
+    waiting: set[asyncio.Future[Any]] = set(pending)
+    if aborted is not None:
+        waiting.add(aborted)
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    return None if aborted is not None and aborted in done else done
+
+
+def _cancel_all(futures: Iterable[asyncio.Future[Any] | None]) -> None:
+    """Cancel each future not yet done (the unfinished tool calls, the abort waiter)."""
+    for future in futures:
+        if future is not None and not future.done():
+            future.cancel()

@@ -12,7 +12,7 @@ from chunkscope.protocol import AnyChunk, LlmError, StreamResult, UsageSink, col
 
 from ._failures import AdapterDefectError, failure_finish, normalize_failure
 from ._prepare import PreparedCall, prepare_call
-from ._retry import RetryPolicy
+from ._retry import RetryDecision, RetryPolicy
 from ._sync import run_sync
 
 __all__ = ["LlmRuntime", "Registration"]
@@ -230,13 +230,8 @@ class LlmRuntime:
         while True:
             attempt += 1
             result = await collect(self.stream(options), profile=profile)
-            failure = result.error
-            if failure is None and result.finish is not None and result.finish.failure is not None:
-                failure = LlmError.from_failure(result.finish.failure)
-            decision = None
             signal = options.signal
-            if retry is not None and failure is not None and not (signal is not None and signal.aborted):
-                decision = retry.decide(failure, attempt - 1)
+            decision = _retry_decision(retry, result, attempt, aborted=signal is not None and signal.aborted)
             if sink is not None:
                 sink.record(
                     result,
@@ -274,6 +269,18 @@ class LlmRuntime:
         routes: Mapping[str, Registration] = dict(self._routes)
         inner = ", ".join(f"{name}={type(r.adapter).__name__}" for name, r in routes.items())
         return f"LlmRuntime({inner})"
+
+
+def _retry_decision(
+    retry: RetryPolicy | None, result: StreamResult, attempt: int, *, aborted: bool
+) -> RetryDecision | None:
+    """Whether (and after what wait) ``retry`` tries a failed attempt again; None: the result stands."""
+    if retry is None or aborted:
+        return None
+    failure = result.error
+    if failure is None and result.finish is not None and result.finish.failure is not None:
+        failure = LlmError.from_failure(result.finish.failure)
+    return None if failure is None else retry.decide(failure, attempt - 1)
 
 
 def _provider_names(providers: str | Iterable[str]) -> tuple[str, ...]:

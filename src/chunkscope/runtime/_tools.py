@@ -44,14 +44,19 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         return "", {}
     lines = inspect.cleandoc(doc).splitlines()
     summary: list[str] = []
-    params: dict[str, str] = {}
     i = 0
     while i < len(lines) and lines[i].strip() and not _SECTION.match(lines[i]):
         summary.append(lines[i].strip())
         i += 1
+    return " ".join(summary), _param_docs(lines[i:])
+
+
+def _param_docs(lines: list[str]) -> dict[str, str]:
+    """Each parameter's text from the ``Args:`` section(s) of a docstring's body lines."""
+    params: dict[str, str] = {}
     in_args = False
     current: str | None = None
-    for line in lines[i:]:
+    for line in lines:
         if _SECTION.match(line):
             in_args, current = True, None
             continue
@@ -67,7 +72,24 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             params[current] = match.group(2).strip()
         elif current is not None:
             params[current] = (params[current] + " " + line.strip()).strip()
-    return " ".join(summary), params
+    return params
+
+
+def _decode_arguments(text: str) -> Any:
+    """The model's JSON arguments decoded (blank text: no arguments), or ``ToolArgumentsError``."""
+    if len(text) > _MAX_ARGUMENTS_CHARS:
+        raise ToolArgumentsError(f"the arguments are longer than {_MAX_ARGUMENTS_CHARS} characters")
+    try:
+        return json.loads(text.strip() or "{}")
+    except (ValueError, RecursionError) as exc:
+        raise ToolArgumentsError(f"the arguments are not valid JSON: {exc}") from None
+
+
+def _schema_problems(exc: ValidationError) -> str:
+    """Each schema error as ``field.path: message``, joined by ``; ``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+    )
 
 
 class Tool:
@@ -118,27 +140,14 @@ class Tool:
 
         Raises ``ToolArgumentsError`` saying what is wrong, in words the model can act on.
         """
-        if isinstance(arguments, str):
-            if len(arguments) > _MAX_ARGUMENTS_CHARS:
-                raise ToolArgumentsError(f"the arguments are longer than {_MAX_ARGUMENTS_CHARS} characters")
-            text = arguments.strip() or "{}"
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError) as exc:
-                raise ToolArgumentsError(f"the arguments are not valid JSON: {exc}") from None
-        else:
-            value = dict(arguments)
+        value = _decode_arguments(arguments) if isinstance(arguments, str) else dict(arguments)
         if not isinstance(value, dict):
             raise ToolArgumentsError(f"the arguments must be a JSON object, not {type(value).__name__}")
         try:
             parsed = self.model.model_validate(value)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                for err in exc.errors()
-            )
             raise ToolArgumentsError(
-                f"the arguments do not fit the schema of {self.name}: {problems}"
+                f"the arguments do not fit the schema of {self.name}: {_schema_problems(exc)}"
             ) from None
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 

@@ -174,16 +174,21 @@ def _look(counted: _Counted) -> bytes:
             return bytes(data)
         offset = len(data)
         data += block
-        if len(data) >= 4 and is_zstd(bytes(data[:4])):
-            return bytes(data)  # a zstd log: its reader decompresses from the start
-        if len(data) >= 16 and is_sqlite(bytes(data[:16])):
-            return bytes(data)  # a SQLite file: no lines to look for
+        if _is_binary(data):
+            return bytes(data)
         if start < 0:
             stripped = block.lstrip()
             if stripped:
                 start = offset + len(block) - len(stripped)
         if start >= 0 and (data.find(b"\n", max(start, offset)) >= 0 or len(data) - start > MAX_LINE_BYTES):
             return bytes(data)
+
+
+def _is_binary(data: bytearray) -> bool:
+    """Whether ``data`` opens a file that has no lines to look for (its reader starts over)."""
+    if len(data) >= 4 and is_zstd(bytes(data[:4])):
+        return True  # a zstd log: its reader decompresses from the start
+    return len(data) >= 16 and is_sqlite(bytes(data[:16]))  # a SQLite file
 
 
 def _first_line(handle: IO[bytes], name: str) -> tuple[int, Any] | None:

@@ -24,7 +24,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -219,21 +219,8 @@ class OtelSink:
         total_ns = int(timings.total_s * _NS)
         started_at = timings.started_at
         start = int(started_at * _NS) if started_at is not None else time.time_ns() - total_ns
-        common: dict[str, Any] = {
-            gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
-            gen_ai.GEN_AI_PROVIDER_NAME: provider,
-            gen_ai.GEN_AI_REQUEST_MODEL: model,
-            # The protocol carries no separate response model: the adapter's model is the one that answered.
-            gen_ai.GEN_AI_RESPONSE_MODEL: model,
-        }
-        server = self._servers.get(provider)
-        if server is not None:
-            common[server_attributes.SERVER_ADDRESS] = server[0]
-            if server[1] is not None:
-                common[server_attributes.SERVER_PORT] = server[1]
         error_code = result.error_code
-        if error_code is not None:
-            common[error_attributes.ERROR_TYPE] = error_code
+        common = _chat_attributes(provider, model, self._servers.get(provider), error_code)
         attributes = dict(common)
         inclusive, output = _usage_attributes(result.usage, attributes)
         if result.finish is not None:
@@ -253,30 +240,29 @@ class OtelSink:
         span = self._tracer.start_span(
             f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start
         )
-        if result.violations:
-            chunk_times = timings.chunk_times
-            for violation in result.violations:
-                at = violation.position
-                offset = chunk_times[at] if at is not None and 0 <= at < len(chunk_times) else timings.total_s
-                event: dict[str, Any] = {
-                    RULE: violation.rule,
-                    SEVERITY: violation.severity,
-                    MESSAGE: violation.message,
-                }
-                if at is not None:
-                    event[POSITION] = at
-                span.add_event(VIOLATION_EVENT, event, timestamp=start + int(offset * _NS))
+        _add_violation_events(span, result, start)
         if error_code is not None:
             span.set_status(Status(StatusCode.ERROR, error_code))
         span.end(end_time=start + total_ns)
-        self._duration.record(timings.total_s, common)
+        self._record_metrics(common, timings.total_s, first, inclusive, output)
+        return call_id
+
+    def _record_metrics(
+        self,
+        common: dict[str, Any],
+        duration_s: float,
+        first: float | None,
+        inclusive: int | None,
+        output: int | None,
+    ) -> None:
+        """An attempt's duration, time to first chunk and input/output tokens, on the GenAI metrics."""
+        self._duration.record(duration_s, common)
         if first is not None:
             self._ttfc.record(first, common)
         if inclusive is not None:
             self._token_usage.record(inclusive, {**common, gen_ai.GEN_AI_TOKEN_TYPE: _TOKEN_INPUT})
         if output is not None:
             self._token_usage.record(output, {**common, gen_ai.GEN_AI_TOKEN_TYPE: _TOKEN_OUTPUT})
-        return call_id
 
     def _parent(self, tags: Mapping[str, str] | None, attributes: dict[str, Any]) -> Context | None:
         """The open agent step's context for an agent-loop attempt; other tags become attributes."""
@@ -412,30 +398,62 @@ def to_otel(
     and one span per turn and step). Rows without a start time are skipped.
     Returns the spans emitted.
     """
-    if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_frame", None)):
-        frame = frame.to_frame()
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"to_otel needs a usage frame or a session log, not {type(frame).__name__}")
-    if frame.attrs.get("token_convention") == "inclusive":
-        raise ValueError("to_otel needs the frame's disjoint counts (this one went through to_inclusive)")
+    frame = _usage_frame(frame)
     tracer = _tracer(tracer_provider)
     known = {provider: found for provider, target in (servers or {}).items() if (found := _server(target))}
     n = len(frame)
     if n == 0 or "started_at" not in frame.columns:
         return 0
     # Pass 1, column-wise (no row dicts held): every row's start and end, and its run and step.
+    valid, start_ns, end_ns = _row_times(frame)
+    tags_of = _TagsReader(frame["tags"].tolist() if "tags" in frame.columns else [None] * n)
+    runs, steps = _structure_bounds(valid, tags_of, start_ns, end_ns)
+    emitted = 0
+    run_spans, step_spans = _open_structure(tracer, runs, steps)
+    # Pass 2, a slice of rows at a time: the spans themselves.
+    for first in range(0, n, _REPLAY_SLICE):
+        records = frame.iloc[first : first + _REPLAY_SLICE].to_dict("records")
+        for j, row in enumerate(records, start=first):
+            if valid[j]:
+                tags = tags_of(j)
+                _replay_row(tracer, row, tags, int(start_ns[j]), int(end_ns[j]), known, step_spans)
+                emitted += 1
+    return emitted + _end_structure(run_spans, step_spans, runs, steps)
+
+
+def _usage_frame(frame: Any) -> pd.DataFrame:
+    """``frame`` as a usage frame of disjoint counts (a session log through its ``to_frame()``)."""
+    if not isinstance(frame, pd.DataFrame) and callable(getattr(frame, "to_frame", None)):
+        frame = frame.to_frame()
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"to_otel needs a usage frame or a session log, not {type(frame).__name__}")
+    if frame.attrs.get("token_convention") == "inclusive":
+        raise ValueError("to_otel needs the frame's disjoint counts (this one went through to_inclusive)")
+    return frame
+
+
+def _row_times(frame: pd.DataFrame) -> tuple[Any, Any, Any]:
+    """Which rows have a start time, and every row's start and end in ns since the epoch."""
     started = pd.to_datetime(frame["started_at"], utc=True)
     valid = started.notna().to_numpy()
     start_ns = started.dt.as_unit("ns").array.asi8
     if "duration_s" in frame.columns:
         duration = np.nan_to_num(frame["duration_s"].to_numpy(dtype=float, na_value=np.nan), nan=0.0)
     else:
-        duration = np.zeros(n)
-    end_ns = start_ns + (duration * _NS).astype(np.int64)
-    parsed: dict[Any, dict[str, str]] = {}  # each distinct tags text is parsed once
+        duration = np.zeros(len(frame))
+    return valid, start_ns, start_ns + (duration * _NS).astype(np.int64)
 
-    def tags_of(text: Any) -> dict[str, str]:
-        found = parsed.get(text)
+
+class _TagsReader:
+    """Row ``j``'s tags from their JSON text; each distinct text is parsed once."""
+
+    def __init__(self, texts: list[Any]) -> None:
+        self._texts = texts
+        self._parsed: dict[Any, dict[str, str]] = {}
+
+    def __call__(self, j: int) -> dict[str, str]:
+        text = self._texts[j]
+        found = self._parsed.get(text)
         if found is None:
             try:
                 found = json.loads(text) if isinstance(text, str) and text else {}
@@ -443,20 +461,30 @@ def to_otel(
                 found = None
             if not isinstance(found, dict):
                 raise ValueError(f"to_otel: a row's tags are not a JSON object: {str(text)[:80]!r}")
-            parsed[text] = found
+            self._parsed[text] = found
         return found
 
-    tag_texts = frame["tags"].tolist() if "tags" in frame.columns else [None] * n
+
+def _structure_bounds(
+    valid: Any, tags_at: Callable[[int], dict[str, str]], start_ns: Any, end_ns: Any
+) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
+    """The ``[start, end]`` in ns of each agent run and step: from its rows' first start to last end."""
     runs: dict[str, list[int]] = {}
     steps: dict[tuple[str, str], list[int]] = {}
     for j in np.flatnonzero(valid).tolist():
-        step_key = _structure(tags_of(tag_texts[j]))
+        step_key = _structure(tags_at(j))
         if step_key is None:
             continue
         start, end = int(start_ns[j]), int(end_ns[j])
         for bounds in (runs.setdefault(step_key[0], [start, end]), steps.setdefault(step_key, [start, end])):
             bounds[0], bounds[1] = min(bounds[0], start), max(bounds[1], end)
-    emitted = 0
+    return runs, steps
+
+
+def _open_structure(
+    tracer: trace.Tracer, runs: Mapping[str, list[int]], steps: Mapping[tuple[str, str], list[int]]
+) -> tuple[dict[str, Span], dict[tuple[str, str], Span]]:
+    """An ``invoke_agent`` span per run and a span per step under it, each opened at its first start."""
     run_spans: dict[str, Span] = {}
     for run_id, (start, _end_ns) in runs.items():
         run_spans[run_id] = tracer.start_span(
@@ -475,21 +503,21 @@ def to_otel(
             {STEP: int(step)} if step.isdigit() else {},
             start_time=start,
         )
-    # Pass 2, a slice of rows at a time: the spans themselves.
-    for first in range(0, n, _REPLAY_SLICE):
-        records = frame.iloc[first : first + _REPLAY_SLICE].to_dict("records")
-        for j, row in enumerate(records, start=first):
-            if valid[j]:
-                tags = tags_of(tag_texts[j])
-                _replay_row(tracer, row, tags, int(start_ns[j]), int(end_ns[j]), known, step_spans)
-                emitted += 1
+    return run_spans, step_spans
+
+
+def _end_structure(
+    run_spans: Mapping[str, Span],
+    step_spans: Mapping[tuple[str, str], Span],
+    runs: Mapping[str, list[int]],
+    steps: Mapping[tuple[str, str], list[int]],
+) -> int:
+    """End every step span, then every run span, at its last row's end; return how many were ended."""
     for step_key, step_span in step_spans.items():
         step_span.end(end_time=steps[step_key][1])
-        emitted += 1
     for run_id, run_span in run_spans.items():
         run_span.end(end_time=runs[run_id][1])
-        emitted += 1
-    return emitted
+    return len(step_spans) + len(run_spans)
 
 
 def _replay_row(
@@ -504,20 +532,9 @@ def _replay_row(
     """One frame row as its ``chat`` span (the attributes ``OtelSink.record`` writes)."""
     provider = str(_value(row, "provider") or "unknown")
     model = str(_value(row, "model") or "unknown")
-    attributes: dict[str, Any] = {
-        gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
-        gen_ai.GEN_AI_PROVIDER_NAME: provider,
-        gen_ai.GEN_AI_REQUEST_MODEL: model,
-        gen_ai.GEN_AI_RESPONSE_MODEL: model,
-    }
-    server = known.get(provider)
-    if server is not None:
-        attributes[server_attributes.SERVER_ADDRESS] = server[0]
-        if server[1] is not None:
-            attributes[server_attributes.SERVER_PORT] = server[1]
-    error_code = _value(row, "error_code")
-    if error_code is not None:
-        attributes[error_attributes.ERROR_TYPE] = str(error_code)
+    found_code = _value(row, "error_code")
+    error_code = None if found_code is None else str(found_code)
+    attributes = _chat_attributes(provider, model, known.get(provider), error_code)
     _count_attributes(
         _int(row, "input_tokens"),
         _int(row, "output_tokens"),
@@ -526,12 +543,33 @@ def _replay_row(
         _int(row, "reasoning_tokens"),
         attributes,
     )
+    _row_outcome(row, attributes)
+    _row_attempt(row, attributes)
+    for key, value in tags.items():
+        attributes[TAG_PREFIX + key] = str(value)
+    structure = _structure(tags)
+    parent_span = step_spans.get(structure) if structure is not None else None
+    parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
+    span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
+    _end(span, error_code, end)
+
+
+def _row_outcome(row: Mapping[str, Any], attributes: dict[str, Any]) -> None:
+    """A row's finish, first-chunk time and rule findings (violations and warnings, one count)."""
     finish = _value(row, "finish")
     if finish is not None:
         attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (str(finish),)
     ttfc = _value(row, "ttfc_s")
     if ttfc is not None:
         attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = float(ttfc)
+    violations = _int(row, "violations")
+    warnings = _int(row, "warnings")
+    if violations or warnings:
+        attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
+
+
+def _row_attempt(row: Mapping[str, Any], attributes: dict[str, Any]) -> None:
+    """A row's call id, attempt number, chunk count and final flag."""
     for column, name in (("call_id", CALL_ID), ("attempt", ATTEMPT), ("chunks", CHUNKS)):
         value = _value(row, column)
         if value is not None:
@@ -539,14 +577,40 @@ def _replay_row(
     final = _value(row, "final")
     if final is not None:
         attributes[FINAL] = bool(final)
-    violations = _int(row, "violations")
-    warnings = _int(row, "warnings")
-    if violations or warnings:
-        attributes[VIOLATIONS] = (violations or 0) + (warnings or 0)
-    for key, value in tags.items():
-        attributes[TAG_PREFIX + key] = str(value)
-    structure = _structure(tags)
-    parent_span = step_spans.get(structure) if structure is not None else None
-    parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
-    span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
-    _end(span, None if error_code is None else str(error_code), end)
+
+
+def _chat_attributes(
+    provider: str, model: str, server: tuple[str, int | None] | None, error_code: str | None
+) -> dict[str, Any]:
+    """The attributes a ``chat`` span shares with its metrics: operation, provider, model, server, error."""
+    attributes: dict[str, Any] = {
+        gen_ai.GEN_AI_OPERATION_NAME: _CHAT,
+        gen_ai.GEN_AI_PROVIDER_NAME: provider,
+        gen_ai.GEN_AI_REQUEST_MODEL: model,
+        # The protocol carries no separate response model: the adapter's model is the one that answered.
+        gen_ai.GEN_AI_RESPONSE_MODEL: model,
+    }
+    if server is not None:
+        attributes[server_attributes.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attributes[server_attributes.SERVER_PORT] = server[1]
+    if error_code is not None:
+        attributes[error_attributes.ERROR_TYPE] = error_code
+    return attributes
+
+
+def _add_violation_events(span: Span, result: StreamResult, start: int) -> None:
+    """One event per violation on ``span``, at its chunk's time (the stream's end for a stream-wide one)."""
+    timings = result.timings
+    chunk_times = timings.chunk_times
+    for violation in result.violations:
+        at = violation.position
+        offset = chunk_times[at] if at is not None and 0 <= at < len(chunk_times) else timings.total_s
+        event: dict[str, Any] = {
+            RULE: violation.rule,
+            SEVERITY: violation.severity,
+            MESSAGE: violation.message,
+        }
+        if at is not None:
+            event[POSITION] = at
+        span.add_event(VIOLATION_EVENT, event, timestamp=start + int(offset * _NS))

@@ -70,7 +70,11 @@ def read_parquet(path: str | os.PathLike[str], *, dask: bool = False) -> Any:
     if source.is_dir() and "date" in frame.columns and "date" not in COLUMNS:
         frame = frame.drop(columns="date")
     check_columns(frame, str(source))
-    frame = coerce(frame).reset_index(drop=True)
+    return _in_schema_order(coerce(frame).reset_index(drop=True))
+
+
+def _in_schema_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the usage columns first, in ``COLUMNS`` order, then any others as they came."""
     ordered = [name for name in COLUMNS if name in frame.columns]
     return frame[ordered + [c for c in frame.columns if c not in COLUMNS]]
 

@@ -73,6 +73,19 @@ def _tokens_panel(top: Any, per_call: pd.DataFrame, title: str | None) -> None:
     colors = [KIND_COLORS[kind] for kind in kinds]
     data = per_call[kinds].reset_index(drop=True)
     data.index = data.index + 1
+    _stack_tokens(top, data, colors)
+    top.set_xlabel("call (in start order)")
+    top.set_ylabel("tokens")
+    top.set_title(title or "Tokens per call, by kind")
+    # Outside the axes, to the right: a legend inside would cover the tallest bars.
+    if len(data):
+        legend = top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        for text in legend.get_texts():
+            text.set_color(_INK)
+
+
+def _stack_tokens(top: Any, data: pd.DataFrame, colors: list[str]) -> None:
+    """The stacked tokens of ``data`` (one row a call): bars, an area past ``_MAX_BARS``, or a note."""
     if len(data) == 0:
         # Nothing to stack: a note in place of the bars (pandas cannot plot no rows).
         note = "no attempts to plot"
@@ -85,14 +98,6 @@ def _tokens_panel(top: Any, per_call: pd.DataFrame, title: str | None) -> None:
         top.set_xticks(range(0, len(data), step), [str(i) for i in data.index[::step]], rotation=0)
     else:
         data.plot.area(stacked=True, ax=top, color=colors, linewidth=0)
-    top.set_xlabel("call (in start order)")
-    top.set_ylabel("tokens")
-    top.set_title(title or "Tokens per call, by kind")
-    # Outside the axes, to the right: a legend inside would cover the tallest bars.
-    if len(data):
-        legend = top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        for text in legend.get_texts():
-            text.set_color(_INK)
 
 
 def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:

@@ -17,6 +17,15 @@ MAX_PRICE = 1e9
 currency): below it, every cost of a count a ``UsageLog`` holds (< 2**63) is a finite number."""
 
 
+def _is_price(value: object) -> bool:
+    """Whether ``value`` is a number from 0 to ``MAX_PRICE`` (a bool, NaN or infinity is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return False
+    if isinstance(value, Decimal) and not value.is_finite():
+        return False  # Decimal("NaN") refuses to compare, "Infinity" is out of range
+    return 0 <= value <= MAX_PRICE  # NaN and a 400-digit int fail here too
+
+
 @dataclass(frozen=True)
 class Price:
     """One model's prices, per million tokens, in ``currency``, valid from ``effective`` (ISO date)."""
@@ -40,10 +49,7 @@ class Price:
             value = getattr(self, name)
             if value is None and name == "cache_write":
                 continue
-            number = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
-            if isinstance(value, Decimal) and not value.is_finite():
-                number = False  # Decimal("NaN") refuses to compare, "Infinity" is out of range
-            if not number or not 0 <= value <= MAX_PRICE:  # NaN and a 400-digit int fail here too
+            if not _is_price(value):
                 raise ValueError(
                     f"price {name} of {self.provider}/{self.model} must be a finite number "
                     f"from 0 to {MAX_PRICE:g} per million tokens, not {value!r}"

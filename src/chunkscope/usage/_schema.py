@@ -10,6 +10,7 @@ A count the stream did not report is ``<NA>``, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -233,11 +234,16 @@ def check_columns(frame: pd.DataFrame, source: str) -> None:
             )
         fixed = _FIXED.get(name)
         if fixed is not None:
-            values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
-            unknown = sorted({str(v) for v in pd.unique(values) if not pd.isna(v)} - set(fixed))
-            if unknown:
-                raise UsageSchemaError(
-                    f"{source}: not a usage frame: column {name!r} holds {unknown[0]!r}, "
-                    f"not one of {', '.join(fixed)}",
-                    name,
-                )
+            _check_vocabulary(column, name, fixed, source)
+
+
+def _check_vocabulary(column: pd.Series, name: str, fixed: Sequence[str], source: str) -> None:
+    """Raise ``UsageSchemaError`` if ``column`` holds a value outside its fixed vocabulary."""
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
+    unknown = sorted({str(v) for v in pd.unique(values) if not pd.isna(v)} - set(fixed))
+    if unknown:
+        raise UsageSchemaError(
+            f"{source}: not a usage frame: column {name!r} holds {unknown[0]!r}, "
+            f"not one of {', '.join(fixed)}",
+            name,
+        )

@@ -58,12 +58,30 @@ class Translator(Protocol):
     def salvage(self) -> list[AnyChunk]: ...
 
 
-
 _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
 _ERROR_BODY_LIMIT = 1 << 20
 
 
 # --- the adapter ---------------------------------------------------------------------------------
+
+
+def _check_base_url(base_url: object) -> None:
+    """``ValueError`` unless ``base_url`` is an http(s) URL (shown without its credentials)."""
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        shown = public_url(base_url) if isinstance(base_url, str) else repr(base_url)
+        example = "'https://api.example.com'"
+        raise ValueError(f"base_url must be an http(s) URL such as {example}, not {shown}")
+
+
+def _check_limits(
+    idle_timeout: float | None, total_timeout: float | None, max_event_bytes: int, max_body_bytes: int
+) -> None:
+    """``ValueError`` unless the timeouts are positive (or None) and the byte limits positive."""
+    for name, value in (("idle_timeout", idle_timeout), ("total_timeout", total_timeout)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be > 0 seconds, or None for no limit")
+    if max_event_bytes <= 0 or max_body_bytes <= 0:
+        raise ValueError("max_event_bytes and max_body_bytes must be positive")
 
 
 class SseAdapter(LlmAdapter):
@@ -98,15 +116,8 @@ class SseAdapter(LlmAdapter):
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            shown = public_url(base_url) if isinstance(base_url, str) else repr(base_url)
-            example = "'https://api.example.com'"
-            raise ValueError(f"base_url must be an http(s) URL such as {example}, not {shown}")
-        for name, value in (("idle_timeout", idle_timeout), ("total_timeout", total_timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0 seconds, or None for no limit")
-        if max_event_bytes <= 0 or max_body_bytes <= 0:
-            raise ValueError("max_event_bytes and max_body_bytes must be positive")
+        _check_base_url(base_url)
+        _check_limits(idle_timeout, total_timeout, max_event_bytes, max_body_bytes)
         self.base_url = base_url.rstrip("/")
         self.url = endpoint_url(self.base_url, self.path)
         self.idle_timeout = idle_timeout
@@ -432,4 +443,3 @@ def _final(error: LlmError, secrets: Iterable[str], rid: str | None) -> LlmError
 def _timeout() -> httpx.Timeout:
     # Reads never time out in httpx: the guard enforces ``idle_timeout`` (None = wait forever).
     return httpx.Timeout(30.0, read=None)
-

@@ -70,7 +70,6 @@ _scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
 
-
 def _no_fast(obj: Any) -> None:
     return None
 
@@ -453,22 +452,30 @@ class OpenAITranslator:
         record = self._record(position, call)
         call_id, name, fragment = _call_fields(call)
         if record.closed:
-            if fragment and fragment.strip():
-                raise _malformed(
-                    self.label,
-                    f"tool call {record.wire_index} received more arguments after its JSON was complete "
-                    "and another block had begun",
-                )
+            self._refuse_late_arguments(record, fragment)
             return
+        self._name_call(record, call_id, name)
+        if record is self.live:
+            self.blocks.tool_call(call_id or None, name, fragment or "")
+        else:
+            self._waiting_tool(record, fragment)
+
+    def _refuse_late_arguments(self, record: _Call, fragment: str | None) -> None:
+        """A closed call may get blank fragments only: more arguments after its block ended are malformed."""
+        if fragment and fragment.strip():
+            raise _malformed(
+                self.label,
+                f"tool call {record.wire_index} received more arguments after its JSON was complete "
+                "and another block had begun",
+            )
+
+    def _name_call(self, record: _Call, call_id: str | None, name: str | None) -> None:
+        """The first id and name the wire gives a call are its own (the id reserved for it)."""
         if call_id and record.id is None:
             record.id = call_id
             self.blocks.reserve_id(call_id)
         if name and not record.name:
             record.name = name
-        if record is self.live:
-            self.blocks.tool_call(call_id or None, name, fragment or "")
-        else:
-            self._waiting_tool(record, fragment)
 
     def _waiting_tool(self, record: _Call, fragment: str | None) -> None:
         """A call that is not live gathers its fragment; a new one goes live, or waits its turn."""

@@ -181,32 +181,42 @@ def render_fragment(
     )
     out.append(_head(view, axis))
     out.append('<div class="cs-plot">')
-    out.append('<div class="cs-row cs-axis"><span class="cs-lane-label"></span><div class="cs-track">')
-    for frac, label in axis_ticks(geo.extent if axis == "time" else float(view.chunks), axis):
-        out.append(f'<span class="cs-tick" style="left:{_pct(frac)}">{escape(label)}</span> ')
-    out.append('</div><span class="cs-cap"></span></div>')
+    out.append(_axis_row(view, geo, axis))
     # an agent run's own rows (steps, retry waits, tool spans, outcome) sit among the blocks in record order
     rows: list[tuple[int, str]] = [(seg.first, _segment(seg, view, geo, compact)) for seg in view.segments]
     rows += _agent_rows(view.records, geo)
     rows.sort(key=lambda row: row[0])
     out.extend(html for _, html in rows)
     if view.violations:
-        out.append(
-            '<div class="cs-row cs-marks"><span class="cs-lane-label">violations</span><div class="cs-track">'
-        )
-        for position, rule, severity, message in view.violations:
-            where = "end of stream" if position is None else f"chunk {position}"
-            out.append(
-                f'<span class="cs-violation-mark" style="left:{_pct(geo.at(position))}"'
-                f"{_attrs(data_rule=rule, data_position='end' if position is None else position)}"
-                f"{_attrs(data_severity=severity, title=f'{where} · {rule}: {message}')}>!</span>"
-            )
-        out.append('</div><span class="cs-cap"></span></div>')
+        out.append(_violation_marks(view, geo))
     out.append("</div>")  # cs-plot
     out.append(_badges(view))
     if view.violations:
         out.append(_violation_items(view.violations))
     out.append("</div>")
+    return "".join(out)
+
+
+def _axis_row(view: TimelineView, geo: _Geometry, axis: str) -> str:
+    """The row of axis ticks: times, or chunk numbers on the chunk axis."""
+    out = ['<div class="cs-row cs-axis"><span class="cs-lane-label"></span><div class="cs-track">']
+    for frac, label in axis_ticks(geo.extent if axis == "time" else float(view.chunks), axis):
+        out.append(f'<span class="cs-tick" style="left:{_pct(frac)}">{escape(label)}</span> ')
+    out.append('</div><span class="cs-cap"></span></div>')
+    return "".join(out)
+
+
+def _violation_marks(view: TimelineView, geo: _Geometry) -> str:
+    """The row of violation marks, each at its chunk (the end of the stream for a stream-wide one)."""
+    out = ['<div class="cs-row cs-marks"><span class="cs-lane-label">violations</span><div class="cs-track">']
+    for position, rule, severity, message in view.violations:
+        where = "end of stream" if position is None else f"chunk {position}"
+        out.append(
+            f'<span class="cs-violation-mark" style="left:{_pct(geo.at(position))}"'
+            f"{_attrs(data_rule=rule, data_position='end' if position is None else position)}"
+            f"{_attrs(data_severity=severity, title=f'{where} · {rule}: {message}')}>!</span>"
+        )
+    out.append('</div><span class="cs-cap"></span></div>')
     return "".join(out)
 
 
@@ -237,13 +247,7 @@ def _head(view: TimelineView, axis: str) -> str:
 def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool) -> str:
     left, width = geo.span(seg)
     kind = seg.kind
-    chars = len(seg.text)
-    if kind == "tool-call":
-        cap = f"{seg.name or '?'} · {_plural(seg.deltas, 'delta')}"
-    else:
-        cap = f"{_plural(seg.deltas, 'delta')} · {_plural(chars, 'char')}"
-    if not seg.closed:
-        cap += " · open" if view.status == "streaming" else " · never closed"
+    cap = _segment_cap(seg, view)
     out = [
         f'<div class="cs-seg"{_attrs(data_kind=kind, data_index=seg.index, data_deltas=seg.deltas)}'
         f"{_attrs(data_started=str(seg.started).lower(), data_closed=str(seg.closed).lower())}>",
@@ -254,23 +258,37 @@ def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool) ->
         f'<div class="cs-bar" style="left:{_pct(left)};width:{_pct(width)}"></div></div>',
         f'<span class="cs-cap">{escape(cap)}</span>',
         "</div>",
+        f'<div class="cs-seg-text">{_segment_body(seg, compact)}</div>',
     ]
-    text = seg.text
-    if compact and len(text) > _COMPACT_TEXT:
-        text = text[:_COMPACT_TEXT] + f"… ({len(seg.text) - _COMPACT_TEXT:,} more chars)"
-    if kind == "tool-call":
-        body = (
-            f'<span class="cs-tool-name">{escape(seg.name or "")}</span> '
-            f'<span class="cs-tool-id">{escape(seg.call_id or "")}</span> '
-            f'<span class="cs-tool-args">{escape(text)}</span>'
-        )
-    else:
-        body = escape(text)
-    out.append(f'<div class="cs-seg-text">{body}</div>')
     if not compact:
         out.append(_segment_json(seg, view))
     out.append("</div>")
     return "".join(out)
+
+
+def _segment_cap(seg: Segment, view: TimelineView) -> str:
+    """The words beside a block's bar: its deltas and chars (a tool call's name), and if still open."""
+    if seg.kind == "tool-call":
+        cap = f"{seg.name or '?'} · {_plural(seg.deltas, 'delta')}"
+    else:
+        cap = f"{_plural(seg.deltas, 'delta')} · {_plural(len(seg.text), 'char')}"
+    if not seg.closed:
+        cap += " · open" if view.status == "streaming" else " · never closed"
+    return cap
+
+
+def _segment_body(seg: Segment, compact: bool) -> str:
+    """A block's text, escaped (shortened when ``compact``); a tool call's name and id come first."""
+    text = seg.text
+    if compact and len(text) > _COMPACT_TEXT:
+        text = text[:_COMPACT_TEXT] + f"… ({len(seg.text) - _COMPACT_TEXT:,} more chars)"
+    if seg.kind != "tool-call":
+        return escape(text)
+    return (
+        f'<span class="cs-tool-name">{escape(seg.name or "")}</span> '
+        f'<span class="cs-tool-id">{escape(seg.call_id or "")}</span> '
+        f'<span class="cs-tool-args">{escape(text)}</span>'
+    )
 
 
 def _segment_json(seg: Segment, view: TimelineView) -> str:
@@ -292,9 +310,7 @@ def _segment_json(seg: Segment, view: TimelineView) -> str:
 def _badges(view: TimelineView) -> str:
     out = ['<div class="cs-badges">']
     if view.usage is not None:
-        out.append(
-            f'<span class="cs-badge cs-usage"><b>usage</b> {escape(usage_text(view.usage))}</span>'
-        )
+        out.append(f'<span class="cs-badge cs-usage"><b>usage</b> {escape(usage_text(view.usage))}</span>')
     if view.finish is not None:
         kind = str(view.finish.get("kind"))
         out.append(
@@ -345,7 +361,7 @@ def render_page(state: dict[str, Any], *, axis: str = "time") -> str:
         '<meta http-equiv="Content-Security-Policy"'
         " content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
         f"<title>{title} — chunkscope</title>\n"
-        "</head><body class=\"cs-page\">\n"
+        '</head><body class="cs-page">\n'
         f"{render_fragment(state, axis=axis)}\n"
         "</body></html>\n"
     )
@@ -392,10 +408,21 @@ def _agent_rows(records: list[list[Any]], geo: _Geometry) -> list[tuple[int, str
             html = _event_row(kind, ev)
             if html is not None:
                 rows.append((n, html))
+    return rows + _unfinished_rows(waiting, calls, geo, len(records))
+
+
+def _unfinished_rows(
+    waiting: tuple[int, dict[str, Any]] | None,
+    calls: dict[str, tuple[int, dict[str, Any]]],
+    geo: _Geometry,
+    end: int,
+) -> list[tuple[int, str]]:
+    """A retry wait and the tool calls still running when the picture was taken, reaching to ``end``."""
+    rows: list[tuple[int, str]] = []
     if waiting is not None:
-        rows.append((waiting[0], _retry_row(waiting[1], geo.between(waiting[0], len(records)))))
-    for start, call in calls.values():  # a tool still running when the picture was taken
-        rows.append((start, _tool_row(call, None, geo.between(start, len(records)))))
+        rows.append((waiting[0], _retry_row(waiting[1], geo.between(waiting[0], end))))
+    for start, call in calls.values():
+        rows.append((start, _tool_row(call, None, geo.between(start, end))))
     return rows
 
 
