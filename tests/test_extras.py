@@ -146,6 +146,8 @@ PYTHON_PATHS = [
     ("cs.ConformanceGrid", ("anywidget",), "notebook"),
     ("cs.read_dsh_sessions(write_session(), dask=True)", ("dask",), "dask"),
     ("cs.otel_sink()", ("opentelemetry",), "otel"),
+    # with usage missing too, the message still names otel, which brings usage with it
+    ("cs.otel_sink()", ("numpy", "pandas", "opentelemetry"), "otel"),
     ("cs.to_otel", ("opentelemetry",), "otel"),
     ("from chunkscope.usage import to_otel", ("opentelemetry",), "otel"),
     ("import chunkscope.testing", ("hypothesis",), "testing"),

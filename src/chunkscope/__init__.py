@@ -99,6 +99,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = ["__version__", *_EXPORTS]
 
+# Names whose own extra brings the usage extra with it: a missing usage module names theirs, so one
+# install is enough (``pip install "chunkscope[otel]"`` rather than usage first, then otel).
+_OWN_EXTRAS = {"otel_sink": "otel", "to_otel": "otel"}
+
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
@@ -110,7 +114,14 @@ def __getattr__(name: str) -> Any:
         from ._extras import as_missing_extra
 
         missing = as_missing_extra(exc, f"chunkscope.{name}")
-        if missing is None or missing is exc:
+        if missing is None:
+            raise
+        own = _OWN_EXTRAS.get(name)
+        if own is not None and missing.extra == "usage":
+            from ._extras import MissingExtraError
+
+            missing = MissingExtraError(own, missing.name or "", f"chunkscope.{name}")
+        if missing is exc:
             raise
         raise missing from exc
     _publish(value)

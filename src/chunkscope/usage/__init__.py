@@ -19,6 +19,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chunkscope._extras import require_modules
+
+# A face imported directly (``from chunkscope.usage import summary``) names its extra in one line too.
+require_modules("chunkscope.usage", "numpy", "pandas", "pyarrow")
+
 from chunkscope.sources.dsh import (
     DshAttempt,
     DshLogError,

@@ -58,8 +58,13 @@ def usage_css() -> str:
     return (_HERE / "usage_summary.css").read_text(encoding="utf-8")
 
 
-def format_count(n: int) -> str:
-    return f"{n:,}"
+def format_count(n: int | None) -> str:
+    """``n`` with thousands separators; "-" for a count no attempt reported (unknown, not 0)."""
+    return "-" if n is None else f"{n:,}"
+
+
+def _count(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
 
 
 def format_rate(rate: float | None) -> str:
@@ -130,7 +135,7 @@ def _tokens_html(tokens: dict[str, Any]) -> str:
             f'<span class="cs-usage-token" data-kind="{key}">'
             f'<span class="cs-usage-label">{escape(label)}</span> '
             f'<span class="cs-usage-value" data-field="tokens.{key}">'
-            f"{escape(format_count(int(tokens.get(key) or 0)))}</span></span>"
+            f"{escape(format_count(_count(tokens.get(key))))}</span></span>"
         )
     out.append("</div>")
     return "".join(out)

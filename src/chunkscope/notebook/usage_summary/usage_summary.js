@@ -117,7 +117,8 @@ class View {
     this.values.cacheHitRate.textContent = rate(s.cacheHitRate);
     this.values.cost.textContent = cost(s.cost, s.currency);
     for (const [key] of TOKEN_KINDS) {
-      this.values[`tokens.${key}`].textContent = count((s.tokens || {})[key] || 0);
+      // a count no attempt reported is unknown ("-"), as in summary(), never 0
+      this.values[`tokens.${key}`].textContent = count((s.tokens || {})[key]);
     }
     this.errors.replaceChildren();
     for (const [code, n] of s.errorsByCode || []) {
