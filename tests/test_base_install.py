@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_extras import CLI_PATHS, ONE_LINE, PYTHON_PATHS, write_inputs
+from test_extras import CLI_PATHS, ONE_LINE, PYTHON_PATHS, probe, write_inputs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BANNER = re.compile(r"chunkscope lab: serving (.*) at (http://127\.0\.0\.1:(\d+)/lab\?token=(\S+))")
@@ -93,18 +93,7 @@ def test_a_cli_path_of_the_base_install_prints_one_line_and_exits_2(
 def test_a_python_path_of_the_base_install_raises_missing_extra_error(
     base_install: Path, tmp_path: Path, code: str, blocked: tuple[str, ...], extra: str
 ) -> None:
-    probe = (
-        "import chunkscope as cs\n"
-        "def write_session():\n"
-        "    open('s.jsonl', 'w').write("
-        "'{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0}\\n')\n"
-        "    return 's.jsonl'\n"
-        "try:\n"
-        f"    {code}\n"
-        "except cs.MissingExtraError as exc:\n"
-        "    print(exc.extra); print(exc)\n"
-    )
-    done = _run(base_install, "-c", probe, cwd=tmp_path, env=_clean_env(tmp_path))
+    done = _run(base_install, "-c", probe(code), cwd=tmp_path, env=_clean_env(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     got_extra, message = done.stdout.strip().splitlines()
     if extra == "dask" or code.startswith("from chunkscope.usage import"):

@@ -160,11 +160,9 @@ PYTHON_PATHS = [
 ]
 
 
-@pytest.mark.parametrize(("code", "blocked", "extra"), PYTHON_PATHS, ids=lambda v: str(v)[:40])
-def test_a_python_path_without_its_extra_raises_missing_extra_error(
-    tmp_path: Path, code: str, blocked: tuple[str, ...], extra: str
-) -> None:
-    probe = (
+def probe(code: str) -> str:
+    """A script that runs ``code`` and prints the extra a ``MissingExtraError`` names, then its line."""
+    return (
         "import chunkscope as cs\n"
         "def write_session():\n"
         "    open('s.jsonl', 'w').write("
@@ -175,7 +173,13 @@ def test_a_python_path_without_its_extra_raises_missing_extra_error(
         "except cs.MissingExtraError as exc:\n"
         "    print(exc.extra); print(exc)\n"
     )
-    done = _blocked(probe, *blocked, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("code", "blocked", "extra"), PYTHON_PATHS, ids=lambda v: str(v)[:40])
+def test_a_python_path_without_its_extra_raises_missing_extra_error(
+    tmp_path: Path, code: str, blocked: tuple[str, ...], extra: str
+) -> None:
+    done = _blocked(probe(code), *blocked, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     got_extra, message = done.stdout.strip().splitlines()
     assert got_extra == extra and message.endswith(f'pip install "chunkscope[{extra}]"'), done.stdout
