@@ -119,3 +119,63 @@ def test_an_unreachable_upstream_is_a_502_recorded_as_transport() -> None:
         answer = httpx.post(f"{tap.base_url}/v1/chat/completions", json=stream_body("text"), headers=AUTH)
     assert answer.status_code == 502
     assert tap.calls[0].wait(5) and tap.calls[0].error_code == "TRANSPORT"
+
+
+def _sse_text(stream: bytes) -> str:
+    import json
+
+    events = [line[6:] for line in stream.decode().splitlines() if line.startswith("data: {")]
+    return "".join(
+        choice["delta"].get("content") or "" for event in events for choice in json.loads(event)["choices"]
+    )
+
+
+def _with_usage(body: dict[str, object]) -> dict[str, object]:
+    return {**body, "stream_options": {"include_usage": True}}
+
+
+def test_a_client_that_leaves_once_it_has_read_the_end_marker_made_a_whole_call(
+    provider: cs.LocalProvider,
+) -> None:
+    # The SDKs close as soon as they read [DONE]; an upstream may still hold its body open then.
+    import socket
+    import threading
+
+    body = _with_usage(stream_body("text"))
+    stream = httpx.post(f"{provider.base_url}/chat/completions", json=body, headers=AUTH).content
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            head += b"transfer-encoding: chunked\r\n\r\n"
+            connection.sendall(head + b"%x\r\n%s\r\n" % (len(stream), stream))  # no closing chunk
+            held.wait(10)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        with (
+            Tap(upstream=f"http://127.0.0.1:{listener.getsockname()[1]}") as tap,
+            httpx.stream(
+                "POST", f"{tap.base_url}/v1/chat/completions", json=stream_body("text"), headers=AUTH
+            ) as response,
+        ):
+            received = b""
+            for part in response.iter_raw():
+                received += part
+                if b"[DONE]" in received:
+                    break
+            response.close()
+            call = tap.calls[0]
+            assert call.wait(5)
+            assert call.error_code is None and call.result is not None and call.result.ok
+            assert call.result.finish.kind == "stop" and call.result.usage is not None
+            assert call.result.violations == [], call.result.violations
+            assert call.result.text == _sse_text(stream)
+    finally:
+        held.set()
+        listener.close()

@@ -365,8 +365,14 @@ class Parser:
         call = self.call
         call.timings.total_s = t
         error = self.failure
-        if error is None and self.kind == "sse" and outcome is None:
-            error = self._end(t)
+        if error is None and self.kind == "sse" and (outcome is None or outcome.code == "ABORTED"):
+            ended = self._end(t)
+            if outcome is None:
+                error = ended
+            elif ended is None:
+                # The SDKs close as soon as they have read the wire's last event ([DONE],
+                # message_stop): a stream whose forwarded bytes already end it is whole.
+                outcome = None
         elif error is None and self.kind == "error":
             error = error_from_response(
                 call.status or 0,
@@ -377,7 +383,8 @@ class Parser:
                 truncated=len(self.body) >= _ERROR_BODY_LIMIT,
             )
         if outcome is not None:
-            if self.kind == "sse" and self.translator is not None and error is None:
+            salvage = self.kind == "sse" and error is None and outcome.code != "ABORTED"
+            if salvage and self.translator is not None:  # an ABORTED end salvaged in _end
                 self._add(t, self.translator.salvage())
             error = outcome  # what happened on the wire explains the rest
         # Only a stream has a grammar to check; a whole or error answer has no chunks to judge.
