@@ -122,8 +122,10 @@ def _error(
     wire: Wire, status: int, message: str, type_: str, code: str | None = None, *, close: bool = False
 ) -> JSONResponse:
     body = wire.error_body(message, type_, code)
-    # close: the request body was left unread, so the connection cannot serve another request.
-    return JSONResponse(body, status_code=status, headers={"connection": "close"} if close else None)
+    headers = dict(wire.error_headers(status, type_))
+    if close:  # the request body was left unread, so the connection cannot serve another request
+        headers["connection"] = "close"
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 async def _read_body(request: Request, wire: Wire, state: ProviderState) -> bytes | Response:
@@ -176,7 +178,7 @@ async def _accept(
         return _error(wire, 400, message, "invalid_request_error")
     if not isinstance(body, dict):
         return _error(wire, 400, "the request body must be a JSON object", "invalid_request_error")
-    model = body.get("model")
+    model = wire.model_of(request.path_params, body)
     if not isinstance(model, str) or not model:
         return _error(wire, 400, "`model` is required: name one of GET /v1/models", "invalid_request_error")
     scenario = get_scenario(model)
@@ -186,58 +188,7 @@ async def _accept(
     failed = _http_fault(scenario, wire)
     if failed is not None:
         return failed
-    return body, scenario, scenario.script(_last_user_text(body), _trailing_tool_result(body))
-
-
-def _trailing_tool_result(body: dict[str, Any]) -> str | None:
-    """The text of the tool result the conversation ends with (either wire), else None."""
-    messages = body.get("messages")
-    last = messages[-1] if isinstance(messages, list) and messages else None
-    if not isinstance(last, dict):
-        return None
-    content = last.get("content")
-    if last.get("role") == "tool":  # OpenAI wire
-        return content if isinstance(content, str) else None
-    if last.get("role") == "user" and isinstance(content, list):  # Anthropic wire: tool_result blocks
-        return _tool_result_block_text(content)
-    return None
-
-
-def _tool_result_block_text(content: list[Any]) -> str | None:
-    """The text of the first Anthropic ``tool_result`` block with string or list content."""
-    for part in content:
-        if not isinstance(part, dict) or part.get("type") != "tool_result":
-            continue
-        inner = part.get("content")
-        if isinstance(inner, str):
-            return inner
-        if isinstance(inner, list):
-            return "".join(p.get("text", "") for p in inner if isinstance(p, dict))
-    return None
-
-
-def _last_user_text(body: dict[str, Any]) -> str:
-    """The text of the last user message (string content, or its text parts joined)."""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return ""
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return _message_text(message.get("content"))
-    return ""
-
-
-def _message_text(content: Any) -> str:
-    """A message's text: string content as is, the text parts of a list joined, else empty."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        )
-    return ""
+    return body, scenario, scenario.script(*wire.conversation(body))
 
 
 # --- responses ---------------------------------------------------------------------
@@ -255,24 +206,25 @@ async def _frames_to_bytes(
         async for data in _paced(frames, delay, state):
             yield data
         return
-    batch: list[str] = []
+    batch: list[bytes] = []
     size = 0
     for frame in frames:
         if isinstance(frame, (Drop, Stall)):
             if batch:
-                yield "".join(batch).encode()
+                yield b"".join(batch)
                 batch, size = [], 0
             await _act_fault(frame, state)
             continue
         _refuse_if_closing(state)
-        batch.append(frame)
-        size += len(frame)
+        data = frame if isinstance(frame, bytes) else frame.encode()
+        batch.append(data)
+        size += len(data)
         if size >= _BATCH_BYTES:
-            yield "".join(batch).encode()
+            yield b"".join(batch)
             batch, size = [], 0
             await asyncio.sleep(0)  # a long stream without delay must not starve the others
     if batch:
-        yield "".join(batch).encode()
+        yield b"".join(batch)
 
 
 async def _paced(frames: Iterator[Frame], delay: float, state: ProviderState) -> AsyncIterator[bytes]:
@@ -285,7 +237,7 @@ async def _paced(frames: Iterator[Frame], delay: float, state: ProviderState) ->
         _refuse_if_closing(state)
         if sent and await state.pause(delay):
             raise ConnectionDropped("the provider is shutting down")
-        yield frame.encode()
+        yield frame if isinstance(frame, bytes) else frame.encode()
         sent += 1
 
 
@@ -302,9 +254,11 @@ def _refuse_if_closing(state: ProviderState) -> None:
         raise ConnectionDropped("the provider is shutting down")
 
 
-def _sse(frames: Iterator[Frame], delay: float, state: ProviderState) -> StreamingResponse:
+def _sse(
+    frames: Iterator[Frame], delay: float, state: ProviderState, media_type: str = "text/event-stream"
+) -> StreamingResponse:
     return StreamingResponse(
-        _frames_to_bytes(frames, delay, state), media_type="text/event-stream", headers=_SSE_HEADERS
+        _frames_to_bytes(frames, delay, state), media_type=media_type, headers=_SSE_HEADERS
     )
 
 
@@ -313,7 +267,8 @@ def _http_fault(scenario: Scenario, wire: Wire) -> Response | None:
     if fault is None:
         return None
     body = wire.fault_body(fault)
-    return JSONResponse(dict(body), status_code=fault.status, headers=dict(fault.headers))
+    headers = {**wire.error_headers(fault.status, ""), **fault.headers}
+    return JSONResponse(dict(body), status_code=fault.status, headers=headers)
 
 
 def _whole_body(script: Script, wire: Wire, body: dict[str, Any], state: ProviderState) -> Response:
@@ -349,8 +304,9 @@ def build_app(state: ProviderState) -> Starlette:
             if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
                 raise ConnectionDropped("the provider is shutting down")
             number, created = state.next_id(), int(time.time())
-            if body.get("stream") is True:
-                return _sse(wire.stream(script, body, number, created), delay_for(scenario), state)
+            if wire.streamed(request.url.path, body):
+                frames = wire.stream(script, body, number, created)
+                return _sse(frames, delay_for(scenario), state, wire.media_type)
             return _whole_body(script, wire, wire.whole(script, body, number, created), state)
 
         return respond

@@ -11,7 +11,6 @@ from .._http import resolve_api_key
 __all__ = ["Credential"]
 
 
-
 class Credential:
     """An API key held so that no ``repr``, ``vars()``, log line or pickle shows it.
 
@@ -48,5 +47,3 @@ class Credential:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Credential, (None, self.env))
-
-

@@ -208,5 +208,3 @@ class _Body:
                 yield out
             if inflater.eof:
                 break
-
-

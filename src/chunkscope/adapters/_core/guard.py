@@ -203,5 +203,3 @@ def _settle(waiter: asyncio.Future[None], task: asyncio.Task[Any]) -> None:
         task.exception()  # retrieved here, so an abandoned step never logs "never retrieved"
     if not waiter.done():
         waiter.set_result(None)
-
-

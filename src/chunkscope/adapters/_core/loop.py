@@ -29,10 +29,10 @@ from .._failures import (
 )
 from .._http import ClientSlot, endpoint_url, merge_headers, public_url
 from .credential import Credential
-from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent, _Body
+from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder, _Body
 from .guard import _Guard, _Stopped
 
-__all__ = ["SseAdapter", "Translator"]
+__all__ = ["Decoder", "SseAdapter", "Translator"]
 
 # --- the translator contract ----------------------------------------------------------------
 
@@ -51,11 +51,26 @@ class Translator(Protocol):
     done: bool
     request_id: str | None
 
-    def feed(self, event: SseEvent) -> list[AnyChunk]: ...
+    def feed(self, event: Any) -> list[AnyChunk]: ...  # an SseEvent on every SSE wire
 
     def end(self) -> list[AnyChunk]: ...
 
     def salvage(self) -> list[AnyChunk]: ...
+
+
+class Decoder(Protocol):
+    """A wire's framing: body bytes in, events out (``SseDecoder`` for every SSE wire).
+
+    ``feed(data)`` returns the events ``data`` completes; a framing failure (an event past its
+    size limit, a frame whose checksum fails) sets ``failure`` (a ``ValueError``) and ends the
+    events. ``end()`` returns what the body's end completes (an unterminated last event).
+    """
+
+    failure: ValueError | None
+
+    def feed(self, data: bytes) -> list[Any]: ...
+
+    def end(self) -> list[Any]: ...
 
 
 _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
@@ -102,6 +117,8 @@ class SseAdapter(LlmAdapter):
     path: ClassVar[str] = ""
     api_name: ClassVar[str] = "API"
     default_api_key_env: ClassVar[str | None] = None
+    content_type: ClassVar[str] = "text/event-stream"
+    """The media type of the streamed answer (sent as Accept, required of the response)."""
 
     def __init__(
         self,
@@ -168,6 +185,20 @@ class SseAdapter(LlmAdapter):
     def finished(self, translator: Translator) -> None:
         """Called after a complete response, before its final chunks are yielded."""
 
+    def request_url(self, options: GenerateOptions) -> str:
+        """The URL one call posts to (``base_url`` + ``path``; a wire that names the model in
+        the path, as Gemini and Bedrock do, builds it from ``options``)."""
+        return self.url
+
+    def decoder(self) -> Decoder:
+        """A fresh framing decoder for one response body (SSE; Bedrock reads its binary frames)."""
+        return SseDecoder(self.max_event_bytes)
+
+    def authorize(self, request: httpx.Request, key: str) -> httpx.Request:
+        """The request as sent; a wire that signs requests (SigV4) signs it here (after every
+        header is set, over the final body)."""
+        return request
+
     # -- the stream --
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:
@@ -192,7 +223,7 @@ class SseAdapter(LlmAdapter):
                 rid = request_id(response.headers, secrets)
                 translator.request_id = rid
                 await self._accept(guard, response, secrets)
-                decoder = SseDecoder(self.max_event_bytes)
+                decoder = self.decoder()
                 encoding, raw_reads = _body_reads(response)
                 body_reader = _Body(encoding, self.max_body_bytes)
                 feed = translator.feed
@@ -258,17 +289,18 @@ class SseAdapter(LlmAdapter):
         client = self._clients.get()
         headers = merge_headers(
             client,
-            {"Accept": "text/event-stream", "Accept-Encoding": "gzip, deflate", "Cache-Control": "no-store"},
+            {"Accept": self.content_type, "Accept-Encoding": "gzip, deflate", "Cache-Control": "no-store"},
             self._extra_headers,
             self.wire_headers(key),
         )
         request = client.build_request(
             "POST",
-            self.url,
+            self.request_url(options),
             content=body,
             headers={**headers, "Content-Type": "application/json"},
             timeout=_timeout(),
         )
+        request = self.authorize(request, key)
         signal = options.signal
         guard = _Guard(
             signal=signal,
@@ -303,10 +335,10 @@ class SseAdapter(LlmAdapter):
                 )
             raise error
         content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if content_type != "text/event-stream":
+        if content_type != self.content_type:
             raise LlmError(
                 f"{self._label} answered HTTP {status} with {content_type or 'no content type'}, "
-                "not an event stream",
+                f"not an event stream ({self.content_type})",
                 "MALFORMED_RESPONSE",
                 status=status,
             )
@@ -339,7 +371,7 @@ def _body_reads(response: httpx.Response) -> tuple[str, AsyncIterator[bytes]]:
 
 
 async def _body_end(
-    decoder: SseDecoder, translator: Translator, guard: _Guard, tail: list[AnyChunk]
+    decoder: Decoder, translator: Translator, guard: _Guard, tail: list[AnyChunk]
 ) -> AsyncIterator[AnyChunk]:
     """The body ended before the translator's terminator: a last event without its blank line,
     whole, still counts; then the translator's own end (its chunks, or STREAM_CLOSED) into ``tail``."""

@@ -18,9 +18,22 @@ from typing import Any
 from ..._wires import WIRE_FACTS, WireFacts
 from .._scenarios import HttpFault, Script
 from . import anthropic, openai
+from ._conversation import chat_conversation
 from ._frames import Frame
 
 __all__ = ["PROVIDER_WIRES", "Frame", "ProviderWire"]
+
+
+def _model_in_body(params: Mapping[str, str], body: Mapping[str, Any]) -> object:
+    return body.get("model")
+
+
+def _stream_in_body(path: str, body: Mapping[str, Any]) -> bool:
+    return body.get("stream") is True
+
+
+def _no_headers(status: int, error_type: str) -> Mapping[str, str]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,15 @@ class ProviderWire:
         whole: the same, as one JSON body.
         in_stream_error: the error object ``fault-in-stream-error`` sends inside a 200 answer.
         fault_body: the body of a scenario's HTTP fault on this wire.
+        model_of: ``(path parameters, body) -> model`` (the body's ``model``; Gemini and
+            Bedrock name it in the path, ``{model}`` in a route).
+        streamed: ``(path, body) -> bool``: whether the request asks for a stream (the body's
+            ``stream: true``; Gemini and Bedrock tell it by the route).
+        conversation: ``body -> (last user text, trailing tool result or None)``, read in
+            this wire's message shapes (the scenarios echo and quote them).
+        media_type: the streamed answer's content type.
+        error_headers: ``(status, error type) -> headers`` an error answer carries (Bedrock
+            names its error in ``x-amzn-ErrorType``).
     """
 
     facts: WireFacts
@@ -46,6 +68,11 @@ class ProviderWire:
     whole: Callable[[Script, dict[str, Any], int, int], dict[str, Any]]
     in_stream_error: Mapping[str, Any]
     fault_body: Callable[[HttpFault], Mapping[str, Any]]
+    model_of: Callable[[Mapping[str, str], Mapping[str, Any]], object] = _model_in_body
+    streamed: Callable[[str, Mapping[str, Any]], bool] = _stream_in_body
+    conversation: Callable[[Mapping[str, Any]], tuple[str, str | None]] = chat_conversation
+    media_type: str = "text/event-stream"
+    error_headers: Callable[[int, str], Mapping[str, str]] = _no_headers
 
     @property
     def name(self) -> str:

@@ -40,7 +40,6 @@ from ._frames import Frame
 __all__ = ["Frame", "openai_stream", "openai_body", "openai_usage", "MALFORMED_PAYLOAD", "IN_STREAM_ERROR"]
 
 
-
 def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
     """An error answer's JSON body in this wire's shape."""
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
@@ -63,6 +62,7 @@ def whole(script: Script, body: dict[str, Any], response_number: int, created: i
     return openai_body(
         script, model=body["model"], response_id=f"chatcmpl-chunkscope-{response_number:06d}", created=created
     )
+
 
 MALFORMED_PAYLOAD = '{"choices": [{"index": 0, "delta": {"content": "unterminated'
 """The ``fault-malformed`` payload: JSON cut short."""
