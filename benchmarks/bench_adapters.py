@@ -401,6 +401,46 @@ def main() -> None:
     sdk = per_event["b. openai SDK (AsyncOpenAI, mock transport)"]
     print(f"adapter / floor     = {adapter / base:.2f}  (target: at most 1.3, issue 16)")
     print(f"openai SDK / adapter = {sdk / adapter:.1f}  (target: at least 10)")
+    wire_rows(args.events, args.repeat)
+
+
+def wire_rows(events: int, repeat: int) -> None:
+    """Each further wire (``benchmarks/_wire_<name>.py``): its floor, adapter and SDK, side by side.
+
+    A wire module's ``contenders(events, loop)`` returns the stream's event count and three
+    rows over the same bytes: the wire's framing + ``json.loads`` (the floor), its adapter and
+    its official SDK over an in-memory transport (plus any extra rows).
+    """
+    import importlib.util
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).parent.glob("_wire_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loop = asyncio.new_event_loop()
+        try:
+            rows = module.contenders(events, loop)
+            named = [rows["floor"], rows["adapter"], rows["sdk"], *rows.get("extra", [])]
+            best = {name: math.inf for name, _ in named}
+            for _ in range(repeat):
+                for name, fn in named:
+                    gc.collect()
+                    start = time.perf_counter()
+                    fn()
+                    best[name] = min(best[name], time.perf_counter() - start)
+        finally:
+            loop.close()
+        count = rows["events"]
+        per_event = {name: t / count * 1e6 for name, t in best.items()}
+        floor_us, adapter_us, sdk_us = (per_event[rows[key][0]] for key in ("floor", "adapter", "sdk"))
+        width = max(len(name) for name in per_event)
+        print(f"\n{path.stem[len('_wire_'):]} wire: {count} events; best of {repeat} rounds")
+        for name, t in per_event.items():
+            print(f"{name:<{width}}  {t:8.2f}  {t / floor_us:6.2f}")
+        print(f"adapter / floor = {adapter_us / floor_us:.2f}  (target: at most 1.3)")
+        print(f"SDK / adapter   = {sdk_us / adapter_us:.1f}  (target: at least 10)")
 
 
 if __name__ == "__main__":
