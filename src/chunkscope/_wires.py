@@ -39,6 +39,9 @@ class WireFacts:
             the answer (a content-filter finish; the ``fault-content-filter`` scenario).
         request_path: how the path of this wire's model call ends (the tap tells a call's
             wire by it).
+        model_in_path: a regular expression whose ``model`` group finds the model in a
+            request path, for a wire that names it there (Gemini, Bedrock); empty when the
+            model is the body's ``model``.
     """
 
     name: str
@@ -50,6 +53,7 @@ class WireFacts:
     dialects: tuple[str, ...]
     withheld_code: str
     request_path: str
+    model_in_path: str = ""
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""

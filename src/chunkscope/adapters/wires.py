@@ -16,6 +16,8 @@ from typing import Any
 from .._wires import DEFAULT_WIRE, WIRE_FACTS, WireFacts
 from ..protocol import FinishReason, TokenUsage
 from ._base import LlmAdapter
+from ._core import DEFAULT_MAX_EVENT_BYTES, SseDecoder
+from ._core.loop import Decoder
 from ._sent import SentOptions
 from .anthropic import AnthropicAdapter
 from .anthropic.request import sent_options as anthropic_sent
@@ -59,6 +61,16 @@ class Wire:
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
         return self.facts.base_url(root)
+
+    @property
+    def media_type(self) -> str:
+        """The content type of this wire's streamed answer."""
+        return str(getattr(self.adapter, "content_type", "text/event-stream"))
+
+    def decoder(self) -> Decoder:
+        """A fresh framing decoder for one streamed answer of this wire (default limits)."""
+        framing: Callable[[int], Decoder] = getattr(self.adapter, "framing", SseDecoder)
+        return framing(DEFAULT_MAX_EVENT_BYTES)
 
 
 WIRES: dict[str, Wire] = {name: Wire(facts, *_ADAPTERS[name]) for name, facts in WIRE_FACTS.items()}

@@ -30,7 +30,7 @@ from chunkscope.protocol import (
 )
 
 from ._redact import ByteMask, mask_text
-from ._wires import SseDecoder, Translator, Wire, error_from_response
+from ._wires import Decoder, Translator, Wire, error_from_response
 
 __all__ = ["TapCall", "TapTimings"]
 
@@ -257,7 +257,7 @@ class Parser:
         self.mask = mask
         self.chunk_times = call.chunk_times  # the call's own list: followers read it
         self.translator: Translator | None = None
-        self.decoder: SseDecoder | None = None
+        self.decoder: Decoder | None = None
         self.inflate: _Inflate | None = None
         self.failure: LlmError | None = None  # the parse side's own failure: parsing stops, forwarding not
         self.body = bytearray()  # a non-streaming or error answer, decoded, bounded
@@ -278,10 +278,10 @@ class Parser:
             self.kind = "error"
         elif self.wire is None:
             self.kind = "none"
-        elif content_type == "text/event-stream":
-            self.kind = "sse"
+        elif content_type == self.wire.media_type:
+            self.kind = "sse"  # a stream of the wire's events (SSE, or Bedrock's binary frames)
             call.streaming = True
-            self.decoder = SseDecoder()
+            self.decoder = self.wire.decoder()
             self.translator = self.wire.translator(self.label, self.secrets)
         else:
             self.kind = "whole"
@@ -319,7 +319,7 @@ class Parser:
         if decoder.failure is not None:
             self.failure = LlmError(f"{self.label}: {decoder.failure}", "MALFORMED_RESPONSE")
 
-    def _event(self, t: float, event: tuple[str, str]) -> bool:
+    def _event(self, t: float, event: Any) -> bool:
         """Translate one event; True when parsing must stop (a failure was recorded)."""
         translator = self.translator
         assert translator is not None

@@ -253,6 +253,7 @@ class Tap:
                 parsed = json.loads(body) if body else None
                 if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
                     model = parsed["model"]
+            model = model or wire.model_of(path.partition("?")[0])  # Gemini, Bedrock: in the path
         call = TapCall(
             id=next(self._ids),
             method=method,

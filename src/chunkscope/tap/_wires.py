@@ -9,11 +9,14 @@ wire there is a new wire here.
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chunkscope.adapters._core.framing import SseDecoder
+from chunkscope.adapters._core.loop import Decoder
 from chunkscope.adapters._failures import error_from_response, transport_error
 from chunkscope.adapters.wires import WIRES as ADAPTER_WIRES
 from chunkscope.adapters.wires import Wire as AdapterWire
@@ -22,6 +25,7 @@ from chunkscope.protocol import AnyChunk, FinishReason, LlmError, TokenUsage
 __all__ = [
     "WIRES",
     "SseDecoder",
+    "Decoder",
     "Translator",
     "Wire",
     "detect_wire",
@@ -32,11 +36,11 @@ __all__ = [
 
 
 class Translator(Protocol):
-    """What the tap needs of a wire's translator: SSE events in, chunks out (no I/O)."""
+    """What the tap needs of a wire's translator: events in, chunks out (no I/O)."""
 
     done: bool
 
-    def feed(self, event: tuple[str, str]) -> list[AnyChunk]: ...
+    def feed(self, event: Any) -> list[AnyChunk]: ...  # an SSE event, or a Bedrock frame
 
     def end(self) -> list[AnyChunk]: ...
 
@@ -49,18 +53,44 @@ class Wire:
 
     ``matches(path)`` says whether a request path speaks this wire;
     ``translator(label, secrets)`` makes a fresh translator for one response;
-    ``whole(body)`` reads a non-streaming JSON answer: its usage and finish.
+    ``whole(body)`` reads a non-streaming JSON answer: its usage and finish;
+    ``media_type`` is its streamed answer's content type and ``decoder()`` a fresh framing
+    decoder for one (SSE; Bedrock's binary event stream); ``model_of(path)`` the model a
+    request path names (None where the model is in the body).
     """
 
     name: str
     matches: Callable[[str], bool]
     translator: Callable[[str, tuple[str, ...]], Translator]
     whole: Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReason | None]]
+    media_type: str = "text/event-stream"
+    decoder: Callable[[], Decoder] = SseDecoder
+    model_of: Callable[[str], str | None] = lambda path: None
+
+
+def _model_finder(pattern: str) -> Callable[[str], str | None]:
+    if not pattern:
+        return lambda path: None
+    compiled = re.compile(pattern)
+
+    def model_of(path: str) -> str | None:
+        found = compiled.search(path)
+        return urllib.parse.unquote(found["model"]) if found else None
+
+    return model_of
 
 
 def _row(wire: AdapterWire) -> Wire:
     suffix = wire.facts.request_path
-    return Wire(wire.name, lambda path: path.endswith(suffix), wire.translator, wire.read_whole)
+    return Wire(
+        wire.name,
+        lambda path: path.endswith(suffix),
+        wire.translator,
+        wire.read_whole,
+        media_type=wire.media_type,
+        decoder=wire.decoder,
+        model_of=_model_finder(wire.facts.model_in_path),
+    )
 
 
 WIRES: tuple[Wire, ...] = tuple(_row(wire) for wire in ADAPTER_WIRES.values())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -119,6 +119,8 @@ class SseAdapter(LlmAdapter):
     default_api_key_env: ClassVar[str | None] = None
     content_type: ClassVar[str] = "text/event-stream"
     """The media type of the streamed answer (sent as Accept, required of the response)."""
+    framing: ClassVar[Callable[[int], Decoder]] = SseDecoder
+    """The wire's framing decoder, built with the largest event it takes (the tap reads it too)."""
 
     def __init__(
         self,
@@ -192,7 +194,7 @@ class SseAdapter(LlmAdapter):
 
     def decoder(self) -> Decoder:
         """A fresh framing decoder for one response body (SSE; Bedrock reads its binary frames)."""
-        return SseDecoder(self.max_event_bytes)
+        return type(self).framing(self.max_event_bytes)
 
     def authorize(self, request: httpx.Request, key: str) -> httpx.Request:
         """The request as sent; a wire that signs requests (SigV4) signs it here (after every
