@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,6 +40,7 @@ from ._chunks import (
     parse_chunk,
     trusted,
 )
+from ._clock import WireMarks, marking
 from ._errors import LlmError
 from ._messages import Message
 from ._sources import close_source, open_source
@@ -261,31 +262,74 @@ class BlockAssembler:
 
 @dataclass
 class Timings:
-    """When chunks arrived, in seconds since ``collect`` started.
+    """When a stream's parts arrived, in seconds since its request started (``collect`` began).
 
     ``started_at`` is the wall-clock start (POSIX seconds, UTC; ``time.time()``),
-    None when unknown; the other fields come from the monotonic clock.
+    None when unknown; the other fields come from the monotonic clock. The four points of
+    "time to first token", each None when it never came (``docs/usage.md`` sets them beside
+    OpenTelemetry's and the Vercel AI SDK's):
+
+    - ``first_byte_s``: the response body's first byte (marked by the adapter; the tap too);
+    - ``first_event_s``: the wire's first whole event, chunk or not (adapter, tap);
+    - ``first_content_s``: the first delta of any kind (text, reasoning, tool arguments);
+    - ``first_text_s``: the first text delta.
+
+    ``first_chunk_s`` is the first chunk of any type (a ``block-start`` usually comes with the
+    first content): the usage frame's ``ttfc_s`` and OpenTelemetry's time to first chunk.
     """
 
     first_chunk_s: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     total_s: float = 0.0
     started_at: float | None = None
+    first_byte_s: float | None = None
+    first_event_s: float | None = None
+    first_content_s: float | None = None
+    first_text_s: float | None = None
 
     @classmethod
     def of_arrivals(
-        cls, chunk_times: list[float], *, total_s: float, started_at: float | None = None
+        cls,
+        chunk_times: list[float],
+        *,
+        total_s: float,
+        started_at: float | None = None,
+        chunks: Sequence[Any] | None = None,
+        marks: WireMarks | None = None,
     ) -> Timings:
         """The timings of chunks that arrived at ``chunk_times`` (the list is kept, not copied).
 
-        ``first_chunk_s`` is the first arrival, None when no chunk arrived.
+        ``first_chunk_s`` is the first arrival, None when no chunk arrived; with ``chunks``
+        (the same stream's chunks, in order) the first content and text deltas are found, and
+        ``marks`` (the adapter's) give the first byte and event.
         """
-        return cls(
+        timings = cls(
             first_chunk_s=chunk_times[0] if chunk_times else None,
             chunk_times=chunk_times,
             total_s=total_s,
             started_at=started_at,
         )
+        if chunks is not None:
+            timings.first_content_s, timings.first_text_s = _first_deltas(chunks, chunk_times)
+        if marks is not None:
+            timings.first_byte_s, timings.first_event_s = marks.first_byte_s, marks.first_event_s
+        return timings
+
+
+_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta", "tool-call-delta"))
+
+
+def _first_deltas(chunks: Sequence[Any], times: Sequence[float]) -> tuple[float | None, float | None]:
+    """When the first delta of any kind and the first text delta arrived (None: never)."""
+    content: float | None = None
+    for chunk, t in zip(chunks, times, strict=False):  # a cut-short times list ends the search
+        kind = chunk.get("type") if isinstance(chunk, dict) else getattr(chunk, "type", None)
+        if kind in _DELTA_TYPES:
+            if content is None:
+                content = t
+            if kind == "text-delta":
+                return content, t
+    return content, None
 
 
 @dataclass
@@ -604,24 +648,25 @@ async def collect(
     start = clock()
     iterator, is_async = open_source(stream)
     completed = False
-    try:
-        await _pump(iterator, is_async, add, mark, clock, start)
-        completed = True
-    except LlmError as exc:
-        error = exc
-    except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
-        error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
-    except BaseException:
-        if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
-            cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
-            partial = _timed_result(inspector, cancelled, times, clock, start, started_at)
-            log.record(partial, provider=provider, model=model, tags=tags)
-        raise
-    finally:
-        if not completed:
-            with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
-                await close_source(iterator)
-    result = _timed_result(inspector, error, times, clock, start, started_at)
+    with marking(clock, start) as marks:
+        try:
+            await _pump(iterator, is_async, add, mark, clock, start)
+            completed = True
+        except LlmError as exc:
+            error = exc
+        except Exception as exc:  # an adapter defect: show it as UNKNOWN, keep the output
+            error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+        except BaseException:
+            if log is not None:  # a cancelled attempt still spent tokens: record it, then propagate
+                cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
+                partial = _timed_result(inspector, cancelled, times, clock, start, started_at, marks)
+                log.record(partial, provider=provider, model=model, tags=tags)
+            raise
+        finally:
+            if not completed:
+                with contextlib.suppress(Exception):  # closing a broken stream must not hide its error
+                    await close_source(iterator)
+    result = _timed_result(inspector, error, times, clock, start, started_at, marks)
     if log is not None:
         log.record(result, provider=provider, model=model, tags=tags)
     return result
@@ -656,8 +701,11 @@ def _timed_result(
     clock: Callable[[], float],
     start: float,
     started_at: float,
+    marks: WireMarks | None = None,
 ) -> StreamResult:
     """The inspector's result with its timings (the total read from ``clock`` once it is built)."""
     result = inspector.result(error)
-    result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
+    result.timings = Timings.of_arrivals(
+        times, total_s=clock() - start, started_at=started_at, chunks=result.chunks, marks=marks
+    )
     return result

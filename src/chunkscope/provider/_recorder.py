@@ -44,6 +44,7 @@ REDACTED = "<redacted>"
 
 _BODY_LIMIT = 1 << 20  # a recorded body is kept up to 1 MiB; the app reads (and limits) the rest itself
 _DEFAULT_KEEP = 1000
+MAX_WRITES = 4096  # body write times kept per request (a long stream keeps its first ones)
 
 Outcome = Literal["complete", "disconnected", "failed"]
 
@@ -68,6 +69,9 @@ class ReceivedRequest:
     ended: float | None = None
     """``time.monotonic()`` when the exchange ended (see ``outcome``), None while it runs."""
     outcome: Outcome | None = None
+    writes: list[float] = field(default_factory=list)
+    """``time.monotonic()`` as each non-empty body write went out, the first ``MAX_WRITES``:
+    the ground truth a client's first-byte and first-token timings are measured against."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
@@ -160,6 +164,8 @@ class RequestLog:
                 nonlocal responded
                 if message.get("type") == "http.response.start":
                     record.status = int(message.get("status", 0))
+                if message.get("body") and len(record.writes) < MAX_WRITES:
+                    record.writes.append(time.monotonic())  # as it goes out: no client sees it earlier
                 await send(message)
                 if message.get("type") == "http.response.body" and not message.get("more_body", False):
                     responded = True

@@ -391,7 +391,11 @@ class Parser:
         result = call._inspector.result(error) if self.kind == "sse" else StreamResult(error=error)
         if self.kind == "whole" and error is None and self.wire is not None:
             self._whole(result)
-        result.timings = Timings.of_arrivals(self.chunk_times, total_s=t, started_at=call.started_at)
+        timings = Timings.of_arrivals(self.chunk_times, total_s=t, started_at=call.started_at)
+        seen = call.timings  # the tap saw the wire itself: its points are the call's
+        timings.first_byte_s, timings.first_event_s = seen.first_byte_s, seen.first_event_s
+        timings.first_content_s, timings.first_text_s = seen.first_content_s, seen.first_text_s
+        result.timings = timings
         return result
 
     def _end(self, t: float) -> LlmError | None:

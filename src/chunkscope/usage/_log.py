@@ -25,10 +25,19 @@ import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import LlmError, StreamResult, Timings, collect
+from chunkscope.protocol._clock import current_marks
 from chunkscope.sources._json import json_line
 
 from ._prices import as_price_table
-from ._schema import COUNT_COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, categories, empty_frame
+from ._schema import (
+    COUNT_COLUMNS,
+    FINISH_KINDS,
+    FIRST_COLUMNS,
+    PHASES,
+    USAGE_SOURCES,
+    categories,
+    empty_frame,
+)
 from ._summary import OPTIONAL_COUNTS, RAW_TOTALS, finish_totals
 
 if TYPE_CHECKING:
@@ -107,6 +116,7 @@ class UsageLog:
         self._tags = _Codes()
         self._started = array("d")
         self._ttfc = array("d")
+        self._firsts = {name: array("d") for name in FIRST_COLUMNS}
         self._duration = array("d")
         self._counts = {name: array("q") for name in _COUNT_NAMES}
         self._finish = _Codes(FINISH_KINDS)
@@ -156,7 +166,9 @@ class UsageLog:
         usage, counts, source = _usage_counts(result, finish)
         blocks = _block_counts(result)
         errors = sum(1 for v in result.violations if v.severity == "error")
-        started, ttfc, duration = _timing_values(result.timings)
+        timings = result.timings
+        started, ttfc, duration = _timing_values(timings)
+        firsts = _first_values(timings)
         tag_text = _tags_json(tags)
         quote = (
             self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
@@ -177,6 +189,8 @@ class UsageLog:
                 self._tags.codes.append(self._tags.code(tag_text))
                 self._started.append(started)
                 self._ttfc.append(ttfc)
+                for name, seconds in zip(FIRST_COLUMNS, firsts, strict=True):
+                    self._firsts[name].append(seconds)
                 self._duration.append(duration)
                 for name, value in zip(_COUNT_NAMES, counts, strict=True):
                     self._counts[name].append(_MISSING if value is None else value)
@@ -210,6 +224,7 @@ class UsageLog:
             self._final,
             self._started,
             self._ttfc,
+            *self._firsts.values(),
             self._duration,
             self._chunks,
             self._violations,
@@ -307,6 +322,9 @@ class UsageLog:
                 "tags": self._tags.categorical(start, stop),
                 "started": np.frombuffer(self._started, dtype=np.float64)[start:stop].copy(),
                 "ttfc": np.frombuffer(self._ttfc, dtype=np.float64)[start:stop].copy(),
+                "firsts": {
+                    k: np.frombuffer(v, dtype=np.float64)[start:stop].copy() for k, v in self._firsts.items()
+                },
                 "duration": np.frombuffer(self._duration, dtype=np.float64)[start:stop].copy(),
                 "counts": {k: _ints(v, start, stop) for k, v in self._counts.items()},
                 "finish": self._finish.categorical(start, stop),
@@ -461,6 +479,20 @@ def _timing_values(timings: Timings) -> tuple[float, float, float]:
     return started, ttfc, float(timings.total_s)
 
 
+def _first_values(timings: Timings) -> tuple[float, float, float, float]:
+    """The four first-token points (``FIRST_COLUMNS`` order) as the float columns hold them."""
+
+    def value(seconds: float | None) -> float:
+        return math.nan if seconds is None or not math.isfinite(seconds) else float(seconds)
+
+    return (
+        value(timings.first_byte_s),
+        value(timings.first_event_s),
+        value(timings.first_content_s),
+        value(timings.first_text_s),
+    )
+
+
 def _attempt_number(attempt: Any) -> int:
     if isinstance(attempt, bool) or not isinstance(attempt, int):
         raise TypeError(f"UsageLog.record: attempt must be an int, not {type(attempt).__name__}")
@@ -541,6 +573,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
         "tags": snap["tags"],
         "started_at": started.array,
         "ttfc_s": _nullable_float(ttfc),
+        **{name: _nullable_float(values) for name, values in snap["firsts"].items()},
         "duration_s": duration,
         **counts,
         "billed_input_tokens": billed,
@@ -610,7 +643,10 @@ class LoggedAdapter(WrappingAdapter):
                 with contextlib.suppress(Exception):  # closing must not mask the stream's outcome
                     await aclose()
             result = await collect(_replay(chunks, error), profile="strict")
-            result.timings = Timings.of_arrivals(times, total_s=total, started_at=started_at)
+            # The first byte and event, when a timer (collect, show) around this stream marked them.
+            result.timings = Timings.of_arrivals(
+                times, total_s=total, started_at=started_at, chunks=result.chunks, marks=current_marks()
+            )
             self.log.record(result, provider=options.provider, model=options.model, tags=self.tags)
 
 

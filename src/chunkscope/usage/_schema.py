@@ -69,6 +69,10 @@ COLUMNS: dict[str, Any] = {
     "tags": _category(),  # the tags as compact JSON with sorted keys; <NA> without tags
     "started_at": _UTC,  # wall-clock start of the attempt
     "ttfc_s": "Float64",  # seconds to the first chunk; <NA> when none arrived
+    "first_byte_s": "Float64",  # seconds to the body's first byte (adapters, tap); <NA>: not seen
+    "first_event_s": "Float64",  # seconds to the wire's first whole event, chunk or not
+    "first_content_s": "Float64",  # seconds to the first delta of any kind
+    "first_text_s": "Float64",  # seconds to the first text delta
     "duration_s": "float64",  # seconds from start to the end of the stream
     "input_tokens": "Int64",
     "output_tokens": "Int64",
@@ -95,9 +99,12 @@ COLUMNS: dict[str, Any] = {
 }
 """Column name -> dtype of ``UsageLog.to_frame()``, in order."""
 
-ADDED_COLUMNS = ("price_source", "price_effective")
-"""Columns added after frames were first stored (issue 18): a stored frame without them is still
-a usage frame, and ``coerce`` adds them (all ``<NA>``) in their place."""
+FIRST_COLUMNS = ("first_byte_s", "first_event_s", "first_content_s", "first_text_s")
+"""The four points of time to first token (``Timings``; ``docs/usage.md``), in column order."""
+
+ADDED_COLUMNS = ("price_source", "price_effective", *FIRST_COLUMNS)
+"""Columns added after frames were first stored (issues 18 and 19): a stored frame without them
+is still a usage frame, and ``coerce`` adds them (all ``<NA>``) in their place."""
 
 
 def empty_frame() -> pd.DataFrame:
@@ -114,6 +121,13 @@ def empty_frame() -> pd.DataFrame:
     )
 
 
+def _missing(dtype: Any, rows: int) -> Any:
+    """A column of ``rows`` missing values of ``dtype`` (a category, or a nullable float)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return pd.Categorical.from_codes(np.full(rows, -1, dtype=np.int32), categories(()))
+    return pd.array([None] * rows, dtype=dtype)
+
+
 def coerce(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the usage columns cast back to their dtypes (after Parquet, CSV or a concat).
 
@@ -123,9 +137,9 @@ def coerce(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     order = list(COLUMNS)
     for name in ADDED_COLUMNS:
-        if name not in out.columns and "currency" in out.columns:
-            missing = pd.Categorical.from_codes(np.full(len(out), -1, dtype=np.int32), categories(()))
-            out.insert(int(out.columns.get_loc(order[order.index(name) - 1])) + 1, name, missing)
+        before = order[order.index(name) - 1]
+        if name not in out.columns and before in out.columns:
+            out.insert(int(out.columns.get_loc(before)) + 1, name, _missing(COLUMNS[name], len(out)))
     for name, dtype in COLUMNS.items():
         if name not in out.columns:
             continue

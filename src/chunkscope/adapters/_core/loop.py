@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 import httpx
 
 from chunkscope.protocol import AnyChunk, LlmError
+from chunkscope.protocol._clock import current_marks
 
 from .._base import AbortSignal, GenerateOptions, LlmAdapter
 from .._failures import (
@@ -230,6 +231,7 @@ class SseAdapter(LlmAdapter):
                 body_reader = _Body(encoding, self.max_body_bytes)
                 feed = translator.feed
                 done = False
+                marks = current_marks()  # the timer's first-byte and first-event marks, if timed
                 while True:
                     try:
                         raw = await guard.run(_next(raw_reads))
@@ -243,8 +245,12 @@ class SseAdapter(LlmAdapter):
                         break
                     if done:
                         continue  # read to the end so the connection can be reused
+                    if marks is not None and marks.first_event_s is None:
+                        marks.byte()
                     for piece in body_reader.pieces(raw):
                         for event in decoder.feed(piece):
+                            if marks is not None and marks.first_event_s is None:
+                                marks.event()
                             chunks = feed(event)
                             if translator.done:
                                 tail = chunks  # yielded after the connection is released

@@ -58,6 +58,7 @@ from chunkscope.protocol import (
     UsageSink,
     Violation,
 )
+from chunkscope.protocol._clock import marking
 from chunkscope.protocol._errors import ERROR_CODES, FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY
 from chunkscope.runtime import (
     AgentResult,
@@ -196,42 +197,48 @@ class Timeline(StaticCopyWidget):
         start = self._begin()
         iterator = _aiter(stream)
         completed = False
-        try:
-            while True:
-                try:
-                    raw = await iterator.__anext__()
-                except StopAsyncIteration:
-                    completed = True
-                    break
-                now = clock()
-                t = now - start
-                times.append(t)
-                seen = len(violations)
-                add(raw)
-                chunk = kept[-1]  # the parsed chunk, or the input as it came if it is no chunk
-                ms = _ms(t)
-                record = encode_chunk(chunk, ms) if type(chunk) in _CHUNK_MODELS else encode_raw(chunk, ms)
-                self._add(record, violations[seen:] if len(violations) > seen else (), now)
-        except LlmError as exc:  # the stream's failure is a result, not a crash
-            error = exc
-        except Exception as exc:
-            error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
-        except BaseException:
-            # Cancellation (or KeyboardInterrupt): show what arrived, then let it propagate.
-            cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
-            self._finish(clock() - start, cancelled, None)
-            if sink is not None:
-                partial = inspector.result(cancelled)
-                partial.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
-                sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
-            raise
-        finally:
-            if not completed:
-                await _close(iterator)
+        with marking(clock, start) as marks:  # the adapter marks the first byte and event
+            try:
+                while True:
+                    try:
+                        raw = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        completed = True
+                        break
+                    now = clock()
+                    t = now - start
+                    times.append(t)
+                    seen = len(violations)
+                    add(raw)
+                    chunk = kept[-1]  # the parsed chunk, or the input as it came if it is no chunk
+                    ms = _ms(t)
+                    is_chunk = type(chunk) in _CHUNK_MODELS
+                    record = encode_chunk(chunk, ms) if is_chunk else encode_raw(chunk, ms)
+                    self._add(record, violations[seen:] if len(violations) > seen else (), now)
+            except LlmError as exc:  # the stream's failure is a result, not a crash
+                error = exc
+            except Exception as exc:
+                error = LlmError(f"the stream raised {type(exc).__name__}: {exc}", "UNKNOWN", cause=exc)
+            except BaseException:
+                # Cancellation (or KeyboardInterrupt): show what arrived, then let it propagate.
+                cancelled = LlmError("the task consuming the stream was cancelled", "ABORTED")
+                self._finish(clock() - start, cancelled, None)
+                if sink is not None:
+                    partial = inspector.result(cancelled)
+                    partial.timings = Timings.of_arrivals(
+                        times, total_s=clock() - start, started_at=started_at, chunks=kept, marks=marks
+                    )
+                    sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
+                raise
+            finally:
+                if not completed:
+                    await _close(iterator)
         seen = len(violations)
         result = inspector.result(error)  # adds the end-of-stream violations
         self._add_violations(result.violations[seen:])
-        result.timings = Timings.of_arrivals(times, total_s=clock() - start, started_at=started_at)
+        result.timings = Timings.of_arrivals(
+            times, total_s=clock() - start, started_at=started_at, chunks=result.chunks, marks=marks
+        )
         self._finish(result.timings.total_s, error, result)
         if sink is not None:
             sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])

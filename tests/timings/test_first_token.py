@@ -1,0 +1,220 @@
+"""Time to first token, measured against the local provider's own record of when it wrote (ground truth).
+
+The provider paces a scenario's events ``token_delay`` apart, one event per write
+(``slow-tokens``: 50 ms), and holds ``slow-first-byte``'s whole answer 1 s; it notes the
+moment each write went out (``ReceivedRequest.writes``, ``time.monotonic()``). A client's
+four points — first byte, first event, first content delta, first text delta — are put on the
+same clock (the timer's start plus the offset it measured) and must each land within 2 ms
+after the write that carried them: through the adapters (``collect``) and through the tap.
+Both clocks are the system's monotonic clock (checked below). A busy machine only ever delays
+a read, so each figure is the best of up to five streams.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import chunkscope as cs
+from chunkscope.provider import SCENARIOS
+from chunkscope.tap import Tap
+
+TOLERANCE_S = 0.002
+PACE_S = 0.02  # token_delay of the paced provider
+KEY = "sk-local"
+SLOW_TOKEN_DELAY = SCENARIOS["slow-tokens"].delay  # the scripted pause between events
+FIRST_BYTE_SECONDS = SCENARIOS["slow-first-byte"].first_byte_delay  # the scripted wait for the answer
+
+
+@pytest.fixture(scope="module")
+def paced() -> Iterator[cs.LocalProvider]:
+    with cs.LocalProvider(token_delay=PACE_S) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[cs.LocalProvider]:
+    with cs.LocalProvider() as running:
+        yield running
+
+
+def test_the_timers_and_the_provider_share_one_clock() -> None:
+    # perf_counter (collect, the tap) and monotonic (the provider's record) are one clock here
+    perf, mono = time.get_clock_info("perf_counter"), time.get_clock_info("monotonic")
+    assert perf.implementation == mono.implementation
+    assert abs(time.perf_counter() - time.monotonic()) < 0.001
+
+
+def _events(provider: cs.LocalProvider, model: str) -> list[dict[str, Any]]:
+    """The scenario's chat-completions events as the provider sends them, in order."""
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    raw = httpx.post(f"{provider.base_url}/chat/completions", json=body, headers=headers)
+    return [json.loads(line[6:]) for line in raw.text.splitlines() if line.startswith("data: {")]
+
+
+def _first(events: list[dict[str, Any]], field: str) -> int:
+    return next(i for i, e in enumerate(events) if e["choices"] and e["choices"][0]["delta"].get(field))
+
+
+async def _stream(base_url: str, model: str) -> tuple[float, cs.Timings]:
+    """One stream through the adapter: its timer's start (monotonic seconds) and its timings."""
+    starts: list[float] = []
+
+    def clock() -> float:
+        now = time.monotonic()
+        if not starts:
+            starts.append(now)  # collect's first reading is its start
+        return now
+
+    async with cs.OpenAICompatAdapter(base_url, KEY) as adapter:
+        options = cs.GenerateOptions(
+            provider="local", model=model, messages=[{"role": "user", "content": "hi"}]
+        )
+        result = await cs.collect(adapter.stream(options), clock=clock)
+    assert result.ok, result.error
+    return starts[0], result.timings
+
+
+def _writes(provider: cs.LocalProvider, before: int) -> tuple[float, list[float]]:
+    """The arrival and the body writes of the first request after the first ``before``."""
+    record = provider.requests[before]
+    assert record.wait_ended(5)
+    return record.started, record.writes
+
+
+def _lateness(start: float, points: dict[str, float | None], writes: dict[str, float]) -> float:
+    """How far the latest point is from the write that carried it (negative: before it, impossible)."""
+    worst = 0.0
+    for name, offset in points.items():
+        assert offset is not None, name
+        late = start + offset - writes[name]
+        assert late > -0.0005, (name, late)  # never before the server wrote it
+        worst = max(worst, late)
+    return worst
+
+
+async def _best(measure: Callable[[], Awaitable[float]], runs: int = 5) -> float:
+    """The smallest lateness over a few streams (a busy machine only ever adds to it)."""
+    best = float("inf")
+    for _ in range(runs):
+        best = min(best, await measure())
+        if best <= TOLERANCE_S:
+            break
+    return best
+
+
+async def test_every_point_is_measured_in_order_through_the_adapter(plain: cs.LocalProvider) -> None:
+    _, t = await _stream(plain.base_url, "reasoning")
+    assert t.first_byte_s is not None and t.first_event_s is not None
+    assert t.first_content_s is not None and t.first_text_s is not None
+    assert 0 < t.first_byte_s <= t.first_event_s <= t.first_content_s <= t.first_text_s <= t.total_s
+    assert t.first_chunk_s is not None and t.first_chunk_s <= t.first_content_s
+
+
+async def test_reasoning_then_text_each_point_lands_with_its_write(
+    paced: cs.LocalProvider, plain: cs.LocalProvider
+) -> None:
+    events = _events(plain, "reasoning")
+    reasoning, text = _first(events, "reasoning_content"), _first(events, "content")
+    assert text - reasoning == 8  # the scenario's eight reasoning events come first
+
+    async def measured() -> float:
+        before = len(paced.requests)
+        start, t = await _stream(paced.base_url, "reasoning")
+        _, writes = _writes(paced, before)
+        assert len(writes) >= len(events)  # one event per write when paced
+        assert writes[text] - writes[reasoning] >= (text - reasoning) * PACE_S  # the pacing held
+        points = {"byte": t.first_byte_s, "event": t.first_event_s}
+        points |= {"content": t.first_content_s, "text": t.first_text_s}
+        carried = {"byte": writes[0], "event": writes[0], "content": writes[reasoning], "text": writes[text]}
+        return _lateness(start, points, carried)
+
+    assert await _best(measured) <= TOLERANCE_S
+
+
+async def test_slow_tokens_first_text_lands_with_its_paced_write(plain: cs.LocalProvider) -> None:
+    text = _first(_events(plain, "slow-tokens"), "content")
+
+    async def measured() -> float:
+        before = len(plain.requests)
+        start, t = await _stream(plain.base_url, "slow-tokens")
+        _, writes = _writes(plain, before)
+        assert writes[text] - writes[0] >= text * SLOW_TOKEN_DELAY  # the script's pacing held
+        points = {"event": t.first_event_s, "text": t.first_text_s}
+        return _lateness(start, points, {"event": writes[0], "text": writes[text]})
+
+    assert await _best(measured) <= TOLERANCE_S
+
+
+async def test_slow_first_byte_lands_with_the_answer_after_its_wait(plain: cs.LocalProvider) -> None:
+    async def measured() -> float:
+        before = len(plain.requests)
+        start, t = await _stream(plain.base_url, "slow-first-byte")
+        arrived, writes = _writes(plain, before)
+        assert writes[0] - arrived >= FIRST_BYTE_SECONDS  # the script's wait held
+        assert t.first_byte_s is not None and t.first_byte_s >= FIRST_BYTE_SECONDS
+        return _lateness(start, {"byte": t.first_byte_s}, {"byte": writes[0]})
+
+    assert await _best(measured) <= TOLERANCE_S
+
+
+async def test_the_tap_measures_each_point_with_its_write(
+    paced: cs.LocalProvider, plain: cs.LocalProvider
+) -> None:
+    events = _events(plain, "reasoning")
+    reasoning, text = _first(events, "reasoning_content"), _first(events, "content")
+    with Tap(upstream=paced.url) as tap:
+
+        async def measured() -> float:
+            before, calls = len(paced.requests), len(tap.calls)
+            start, through = await _stream(tap.base_url + "/v1", "reasoning")
+            _, writes = _writes(paced, before)
+            call = tap.calls[calls]
+            assert call.wait(5) and call.result is not None
+            seen = call.result.timings
+            carried = {
+                "byte": writes[0],
+                "event": writes[0],
+                "content": writes[reasoning],
+                "text": writes[text],
+            }
+            tap_points = {"byte": seen.first_byte_s, "event": seen.first_event_s}
+            tap_points |= {"content": seen.first_content_s, "text": seen.first_text_s}
+            client_points = {"content": through.first_content_s, "text": through.first_text_s}
+            return max(
+                _lateness(call.clock_start, tap_points, carried),  # the tap, upstream side
+                _lateness(start, client_points, carried),  # the client behind the tap
+            )
+
+        assert await _best(measured) <= TOLERANCE_S
+        row = tap.usage.to_frame().iloc[-1]
+        assert row["first_text_s"] > row["first_content_s"] >= row["first_event_s"] >= row["first_byte_s"] > 0
+
+
+async def test_the_usage_frame_carries_the_four_points(plain: cs.LocalProvider) -> None:
+    log = cs.UsageLog()
+    async with cs.OpenAICompatAdapter(plain.base_url, KEY) as adapter:
+        options = cs.GenerateOptions(
+            provider="local", model="reasoning", messages=[{"role": "user", "content": "hi"}]
+        )
+        result = await cs.collect(adapter.stream(options), log=log, provider="local", model="reasoning")
+    row = log.to_frame().iloc[0]
+    t = result.timings
+    for column, value in [
+        ("first_byte_s", t.first_byte_s),
+        ("first_event_s", t.first_event_s),
+        ("first_content_s", t.first_content_s),
+        ("first_text_s", t.first_text_s),
+    ]:
+        assert value is not None and row[column] == pytest.approx(value), column
+
+
+async def test_a_stream_with_no_text_has_no_first_text(plain: cs.LocalProvider) -> None:
+    _, t = await _stream(plain.base_url, "no-args")  # one tool call and nothing else
+    assert t.first_content_s is not None and t.first_text_s is None
