@@ -39,6 +39,8 @@ class WireFacts:
             the answer (a content-filter finish; the ``fault-content-filter`` scenario).
         request_path: how the path of this wire's model call ends (the tap tells a call's
             wire by it).
+        reasoning_tokens: whether the wire reports reasoning tokens apart from the output
+            (Bedrock's usage has no such field: its reasoning stays inside ``outputTokens``).
     """
 
     name: str
@@ -50,6 +52,7 @@ class WireFacts:
     dialects: tuple[str, ...]
     withheld_code: str
     request_path: str
+    reasoning_tokens: bool = True
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -80,6 +83,18 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+        ),
+        WireFacts(
+            name="bedrock",
+            title="AWS Bedrock ConverseStream",
+            label="Bedrock",
+            key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+            provider="aws",  # genai-prices' provider id for Bedrock
+            base_path="",
+            dialects=("exception-frames", "metadata-after-stop"),
+            withheld_code="CONTENT_FILTER",  # stopReason guardrail_intervened / content_filtered
+            request_path="/converse-stream",  # {root}/model/{modelId}/converse-stream
+            reasoning_tokens=False,
         ),
     )
 }
