@@ -43,9 +43,7 @@ def wire_name_spellings() -> Counter[str]:
 
 
 def test_wire_names_are_spelled_only_in_the_wire_table_and_the_wires_own_modules() -> None:
-    elsewhere = {
-        name: count for name, count in wire_name_spellings().items() if not name.startswith(ALLOWED)
-    }
+    elsewhere = {name: count for name, count in wire_name_spellings().items() if not name.startswith(ALLOWED)}
     grown = {name: count for name, count in elsewhere.items() if count > REMAINING.get(name, 0)}
     assert grown == {}, f"wire names written outside the wire table and the wires' own modules: {grown}"
 

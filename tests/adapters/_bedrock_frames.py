@@ -66,7 +66,9 @@ def text(index: int, piece: str) -> bytes:
 
 
 def reasoning(index: int, piece: str) -> bytes:
-    return event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}})
+    return event(
+        "contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}}
+    )
 
 
 def signature(index: int, value: str = "c2ln") -> bytes:

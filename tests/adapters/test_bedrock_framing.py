@@ -82,7 +82,9 @@ def _lying(total: int, headers: int = 0) -> bytes:
         (100, 90, "bytes of headers"),
     ],
 )
-def test_a_length_that_lies_is_refused_as_soon_as_its_prelude_arrives(total: int, headers: int, says: str) -> None:
+def test_a_length_that_lies_is_refused_as_soon_as_its_prelude_arrives(
+    total: int, headers: int, says: str
+) -> None:
     decoder = EventStreamDecoder(1 << 20)
     assert decoder.feed(_lying(total, headers)) == []
     assert decoder.failure is not None and says in str(decoder.failure)

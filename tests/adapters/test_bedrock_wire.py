@@ -73,7 +73,12 @@ def test_a_text_reply_is_one_text_block_then_usage_then_the_finish() -> None:
     chunks, error, _ = translate(hello())
     assert error is None and check(chunks, "strict") == []
     assert [c.type for c in chunks] == [
-        "block-start", "text-delta", "text-delta", "block-end", "usage", "finish",
+        "block-start",
+        "text-delta",
+        "text-delta",
+        "block-end",
+        "usage",
+        "finish",
     ]
     result = result_of(chunks)
     assert result.text == "Hello world" and result.finish is not None and result.finish.kind == "stop"
@@ -100,8 +105,15 @@ def test_a_stream_cut_after_message_stop_is_stream_closed_with_the_text_kept() -
 
 def test_reasoning_then_text_are_two_blocks_and_the_signature_is_not_shown() -> None:
     frames = [
-        start(), reasoning(0, "Let me"), reasoning(0, " think."), signature(0), stop_block(0),
-        text(1, "Answer."), stop_block(1), message_stop(), metadata(),
+        start(),
+        reasoning(0, "Let me"),
+        reasoning(0, " think."),
+        signature(0),
+        stop_block(0),
+        text(1, "Answer."),
+        stop_block(1),
+        message_stop(),
+        metadata(),
     ]
     chunks, error, _ = translate(frames)
     assert error is None and check(chunks, "strict") == []
@@ -113,9 +125,15 @@ def test_reasoning_then_text_are_two_blocks_and_the_signature_is_not_shown() -> 
 
 def test_a_tool_call_streams_its_id_name_and_input_fragments() -> None:
     frames = [
-        start(), text(0, "Checking."), stop_block(0),
-        tool_start(1, "tooluse_abc", "get_weather"), tool_input(1, '{"city": '), tool_input(1, '"Tokyo"}'),
-        stop_block(1), message_stop("tool_use"), metadata(),
+        start(),
+        text(0, "Checking."),
+        stop_block(0),
+        tool_start(1, "tooluse_abc", "get_weather"),
+        tool_input(1, '{"city": '),
+        tool_input(1, '"Tokyo"}'),
+        stop_block(1),
+        message_stop("tool_use"),
+        metadata(),
     ]
     chunks, error, _ = translate(frames)
     assert error is None and check(chunks, "strict") == []
@@ -133,8 +151,10 @@ def test_a_tool_call_without_input_has_empty_object_arguments() -> None:
 
 
 def test_cache_counts_are_disjoint_as_bedrock_sends_them() -> None:
-    frames = [*hello()[:-1], metadata(inputTokens=4, outputTokens=170, cacheReadInputTokens=1021,
-                                       cacheWriteInputTokens=7)]
+    frames = [
+        *hello()[:-1],
+        metadata(inputTokens=4, outputTokens=170, cacheReadInputTokens=1021, cacheWriteInputTokens=7),
+    ]
     chunks, error, _ = translate(frames)
     assert error is None
     assert result_of(chunks).usage == TokenUsage(
@@ -179,7 +199,11 @@ def test_an_empty_completed_reply_is_empty_response() -> None:
         ("internalServerException", "An internal server error occurred.", "SERVER"),
         ("modelStreamErrorException", "The model stream failed.", "SERVER"),
         ("validationException", "Input is too long for requested model.", "CONTEXT_WINDOW_EXCEEDED"),
-        ("validationException", "prompt is too long: 210000 tokens > 200000 maximum", "CONTEXT_WINDOW_EXCEEDED"),
+        (
+            "validationException",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "CONTEXT_WINDOW_EXCEEDED",
+        ),
         ("validationException", "messages: roles must alternate", "INVALID_REQUEST"),
     ],
 )
@@ -194,8 +218,10 @@ def test_an_exception_frame_ends_the_stream_with_its_code_after_the_output_befor
 def test_an_error_frame_of_the_protocol_itself_is_mapped_by_its_code() -> None:
     from _bedrock_frames import frame, header
 
-    headers = header(":message-type", "error") + header(":error-code", "ThrottlingException") + header(
-        ":error-message", "slow down"
+    headers = (
+        header(":message-type", "error")
+        + header(":error-code", "ThrottlingException")
+        + header(":error-message", "slow down")
     )
     _, error, _ = translate([start(), frame(headers, b"")])
     assert error is not None and error.code == "RATE_LIMIT" and "slow down" in error.message
@@ -211,8 +237,15 @@ def test_a_bad_crc_mid_stream_is_malformed_with_the_output_before_kept() -> None
 
 def test_unknown_events_and_delta_kinds_are_ignored() -> None:
     citation = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"citation": {"title": "x"}}})
-    frames = [start(), event("somethingNew", {"x": 1}), text(0, "Hi"), citation, stop_block(0),
-              message_stop(), metadata()]
+    frames = [
+        start(),
+        event("somethingNew", {"x": 1}),
+        text(0, "Hi"),
+        citation,
+        stop_block(0),
+        message_stop(),
+        metadata(),
+    ]
     chunks, error, _ = translate(frames)
     assert error is None and result_of(chunks).text == "Hi" and check(chunks, "strict") == []
 
@@ -222,9 +255,15 @@ def test_unknown_events_and_delta_kinds_are_ignored() -> None:
     [
         ([text(0, "x")], "before messageStart"),
         ([start(), start()], "second messageStart"),
-        ([start(), event("contentBlockDelta", {"contentBlockIndex": -1, "delta": {"text": "x"}})], "contentBlockIndex"),
+        (
+            [start(), event("contentBlockDelta", {"contentBlockIndex": -1, "delta": {"text": "x"}})],
+            "contentBlockIndex",
+        ),
         ([start(), event("contentBlockDelta", {"contentBlockIndex": 0, "delta": "x"})], "delta object"),
-        ([start(), event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": 3}})], "not a string"),
+        (
+            [start(), event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": 3}})],
+            "not a string",
+        ),
         ([start(), text(0, "a"), stop_block(0), text(0, "b")], "already ended"),
         ([start(), tool_input(0, "{}")], "not an open toolUse"),
         ([start(), tool_start(0, "t", "")], "without a name"),
@@ -233,8 +272,10 @@ def test_unknown_events_and_delta_kinds_are_ignored() -> None:
         ([start(), message_stop(), message_stop()], "second messageStop"),
         ([start(), event("messageStop", {})], "without a stopReason"),
         ([start(), text(0, "a"), message_stop("tool_use"), metadata()], "without any toolUse"),
-        ([start(), tool_start(0, "t", "f"), tool_input(0, "[1]"), message_stop("tool_use"), metadata()],
-         "not a JSON object"),
+        (
+            [start(), tool_start(0, "t", "f"), tool_input(0, "[1]"), message_stop("tool_use"), metadata()],
+            "not a JSON object",
+        ),
         ([start(), text(0, "a"), message_stop(), metadata(inputTokens=-1)], "non-negative"),
     ],
 )
@@ -276,7 +317,17 @@ def test_the_body_carries_messages_system_tools_and_inference_config() -> None:
                     {"type": "tool-call", "id": "t1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
                 ],
             },
-            {"role": "user", "content": [{"type": "tool-result", "toolCallId": "t1", "content": [{"type": "text", "text": "sunny"}], "isError": False}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "t1",
+                        "content": [{"type": "text", "text": "sunny"}],
+                        "isError": False,
+                    }
+                ],
+            },
         ],
         system="You help.",
         tools=[{"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}],
@@ -290,22 +341,48 @@ def test_the_body_carries_messages_system_tools_and_inference_config() -> None:
     assert body["system"] == [{"text": "You help."}, {"text": "be brief"}]
     assert body["messages"] == [
         {"role": "user", "content": [{"text": "weather?"}]},
-        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Oslo"}}}]},
-        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "sunny"}], "status": "success"}}]},
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Oslo"}}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"toolResult": {"toolUseId": "t1", "content": [{"text": "sunny"}], "status": "success"}}
+            ],
+        },
     ]
     assert body["inferenceConfig"] == {"maxTokens": 300, "temperature": 0.2, "stopSequences": ["END"]}
     assert body["toolConfig"] == {
-        "tools": [{"toolSpec": {"name": "get_weather", "description": "Weather", "inputSchema": {"json": {"type": "object"}}}}]
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "inputSchema": {"json": {"type": "object"}},
+                }
+            }
+        ]
     }
     assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 299}}
     sent = sent_options(body)
-    assert (sent.stops, sent.tool_names, sent.max_tokens, sent.temperature) == (["END"], ["get_weather"], 300, 0.2)
+    assert (sent.stops, sent.tool_names, sent.max_tokens, sent.temperature) == (
+        ["END"],
+        ["get_weather"],
+        300,
+        0.2,
+    )
 
 
 def test_nova_2_reasoning_goes_in_reasoning_config_and_other_models_have_no_efforts() -> None:
-    body = build_body(GenerateOptions("aws", "amazon.nova-2-lite-v1:0", [{"role": "user", "content": "x"}],
-                                      reasoning_effort="high"))
-    assert body["additionalModelRequestFields"] == {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "high"}}
+    body = build_body(
+        GenerateOptions(
+            "aws", "amazon.nova-2-lite-v1:0", [{"role": "user", "content": "x"}], reasoning_effort="high"
+        )
+    )
+    assert body["additionalModelRequestFields"] == {
+        "reasoningConfig": {"type": "enabled", "maxReasoningEffort": "high"}
+    }
     adapter = BedrockAdapter("https://bedrock-runtime.eu-west-1.amazonaws.com", API_KEY)
     assert adapter.region == "eu-west-1"
     assert adapter.model_info("meta.llama3-70b-instruct-v1:0") is None
@@ -321,16 +398,24 @@ def test_the_url_names_the_model_percent_encoded_and_the_key_is_a_bearer_token()
 
     async def run() -> StreamResult:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            adapter = BedrockAdapter("https://bedrock-runtime.us-east-1.amazonaws.com", API_KEY, http_client=client)
-            model = "arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic.claude-3-7-sonnet-20250219-v1:0"
-            return await collect(adapter.stream(GenerateOptions("aws", model, [{"role": "user", "content": "hi"}])))
+            adapter = BedrockAdapter(
+                "https://bedrock-runtime.us-east-1.amazonaws.com", API_KEY, http_client=client
+            )
+            model = (
+                "arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+            )
+            return await collect(
+                adapter.stream(GenerateOptions("aws", model, [{"role": "user", "content": "hi"}]))
+            )
 
     import asyncio
 
     result = asyncio.run(run())
     assert result.ok and result.text == "Hello world"
     request = seen[0]
-    assert request.url.raw_path.startswith(b"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus.")
+    assert request.url.raw_path.startswith(
+        b"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus."
+    )
     assert request.url.raw_path.endswith(b"/converse-stream")
     assert request.headers["authorization"] == f"Bearer {API_KEY}"
     assert request.headers["accept"] == EVENTSTREAM
@@ -353,14 +438,20 @@ def test_http_error_answers_map_by_status_message_and_x_amzn_error_type(
     status: int, error_type: str, message: str, code: str
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        headers = {"x-amzn-ErrorType": f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
-                   "x-amzn-RequestId": "req-aws-1"}
+        headers = {
+            "x-amzn-ErrorType": f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            "x-amzn-RequestId": "req-aws-1",
+        }
         return httpx.Response(status, headers=headers, json={"message": message})
 
     async def run() -> StreamResult:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            adapter = BedrockAdapter("https://bedrock-runtime.us-east-1.amazonaws.com", API_KEY, http_client=client)
-            return await collect(adapter.stream(GenerateOptions("aws", "m", [{"role": "user", "content": "hi"}])))
+            adapter = BedrockAdapter(
+                "https://bedrock-runtime.us-east-1.amazonaws.com", API_KEY, http_client=client
+            )
+            return await collect(
+                adapter.stream(GenerateOptions("aws", "m", [{"role": "user", "content": "hi"}]))
+            )
 
     import asyncio
 
@@ -376,7 +467,9 @@ def test_an_answer_that_is_not_an_event_stream_is_malformed() -> None:
     async def run() -> StreamResult:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
             adapter = BedrockAdapter("http://bedrock.test", API_KEY, http_client=client)
-            return await collect(adapter.stream(GenerateOptions("aws", "m", [{"role": "user", "content": "hi"}])))
+            return await collect(
+                adapter.stream(GenerateOptions("aws", "m", [{"role": "user", "content": "hi"}]))
+            )
 
     import asyncio
 
@@ -391,8 +484,13 @@ def test_the_key_is_in_no_repr_and_a_missing_one_without_aws_credentials_is_miss
     import pickle
 
     assert API_KEY.encode() not in pickle.dumps(adapter._credential)
-    for name in ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                 "AWS_PROFILE"):
+    for name in (
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -405,7 +503,11 @@ def test_the_key_is_in_no_repr_and_a_missing_one_without_aws_credentials_is_miss
     import asyncio
 
     error = asyncio.run(run()).error
-    assert error is not None and error.code == "MISSING_CREDENTIAL" and "AWS_BEARER_TOKEN_BEDROCK" in error.message
+    assert (
+        error is not None
+        and error.code == "MISSING_CREDENTIAL"
+        and "AWS_BEARER_TOKEN_BEDROCK" in error.message
+    )
     with pytest.raises(LlmError) as raised:
         BedrockAdapter("http://b.test", signing="bearer")._credential.resolve("x")
     assert raised.value.code == "MISSING_CREDENTIAL"
@@ -462,13 +564,32 @@ async def test_fault_matrix_bedrock_wire(provider: LocalProvider, name: str) -> 
     await run_fault_case(factory, provider, name, wire="bedrock", api_key=API_KEY)
 
 
-async def test_a_tool_roundtrip_quotes_the_tool_result_sent_as_a_bedrock_tool_result(provider: LocalProvider) -> None:
+async def test_a_tool_roundtrip_quotes_the_tool_result_sent_as_a_bedrock_tool_result(
+    provider: LocalProvider,
+) -> None:
     messages: list[Any] = [
         {"role": "user", "content": PROMPT},
-        {"role": "assistant", "content": [{"type": "tool-call", "id": "call_weather_1", "name": "get_weather",
-                                            "arguments": '{"city": "Tokyo"}'}]},
-        {"role": "user", "content": [{"type": "tool-result", "toolCallId": "call_weather_1",
-                                       "content": [{"type": "text", "text": "sunny, 21 C"}]}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool-call",
+                    "id": "call_weather_1",
+                    "name": "get_weather",
+                    "arguments": '{"city": "Tokyo"}',
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "call_weather_1",
+                    "content": [{"type": "text", "text": "sunny, 21 C"}],
+                }
+            ],
+        },
     ]
     async with BedrockAdapter(provider.url, API_KEY) as adapter:
         result = await collect(adapter.stream(GenerateOptions("aws", "tool-roundtrip", messages)))

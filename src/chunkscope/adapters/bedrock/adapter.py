@@ -58,9 +58,9 @@ _SIGNED_HEADERS = ("host", "content-type")  # the SigV4 signature covers these (
 def _botocore() -> Any:
     """botocore's ``auth``, ``awsrequest`` and ``session`` modules, or ``MissingExtraError``."""
     try:
-        import botocore.auth
-        import botocore.awsrequest
-        import botocore.session
+        import botocore.auth  # type: ignore[import-untyped]
+        import botocore.awsrequest  # type: ignore[import-untyped]
+        import botocore.session  # type: ignore[import-untyped]
     except ModuleNotFoundError as exc:
         raise MissingExtraError(_EXTRA, "botocore", "AWS SigV4 signing") from exc
     return botocore
@@ -260,4 +260,3 @@ class BedrockAdapter(SseAdapter):
     def translator(self, secrets: tuple[str, ...]) -> BedrockTranslator:
         """A fresh translator for one response."""
         return BedrockTranslator(self._label, secrets)
-

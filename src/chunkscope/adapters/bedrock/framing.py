@@ -5,7 +5,7 @@ One frame (all integers big-endian)::
     total length     uint32   the whole frame, prelude and trailing CRC included
     headers length   uint32
     prelude CRC      uint32   CRC32 of the 8 bytes above
-    headers          (name length uint8, name, value type uint8, value) × n
+    headers          n x (name length uint8, name, value type uint8, value)
     payload          total - headers - 16 bytes (JSON on Bedrock)
     message CRC      uint32   CRC32 of every byte before it
 

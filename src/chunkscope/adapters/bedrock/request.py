@@ -103,7 +103,9 @@ def _unsupported(message: str) -> LlmError:
     return LlmError(message, "UNSUPPORTED_OPTION")
 
 
-def reasoning_fields(model: str, effort: str | None, max_tokens: int | None) -> tuple[dict[str, Any], int | None]:
+def reasoning_fields(
+    model: str, effort: str | None, max_tokens: int | None
+) -> tuple[dict[str, Any], int | None]:
     """The ``additionalModelRequestFields`` for ``effort`` on ``model``, and the ``maxTokens`` to send."""
     if effort is None:
         return {}, max_tokens
@@ -178,7 +180,9 @@ def _message(message: Message) -> dict[str, Any] | None:
                 content.append({"text": block.text})
         elif isinstance(block, ToolCallBlock):
             _only_in(role, "assistant", "a tool-call block")
-            content.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": _tool_input(block)}})
+            content.append(
+                {"toolUse": {"toolUseId": block.id, "name": block.name, "input": _tool_input(block)}}
+            )
         elif isinstance(block, ToolResultBlock):
             _only_in(role, "user", "a tool-result block")
             content.append(_tool_result(block))
@@ -239,7 +243,11 @@ def sent_options(body: dict[str, Any]) -> SentOptions:
     inference = inference if isinstance(inference, dict) else {}
     config = body.get("toolConfig")
     tools = listed(config.get("tools")) if isinstance(config, dict) else []
-    names = [t["toolSpec"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("toolSpec"), dict)]
+    names = [
+        t["toolSpec"].get("name")
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("toolSpec"), dict)
+    ]
     return SentOptions(
         body.get("system"),
         listed(inference.get("stopSequences")),

@@ -124,8 +124,9 @@ def _count(value: Any, name: str, rid: str | None) -> int | None:
     if value is None:
         return None
     if type(value) is not int or value < 0:
-        raise LlmError(f"usage {name} is not a non-negative integer: {value!r}", "MALFORMED_RESPONSE",
-                       request_id=rid)
+        raise LlmError(
+            f"usage {name} is not a non-negative integer: {value!r}", "MALFORMED_RESPONSE", request_id=rid
+        )
     return value
 
 
@@ -206,7 +207,11 @@ class BedrockTranslator:
     def end(self) -> list[AnyChunk]:
         """The body ended: ``[]`` after ``metadata``, else ``LlmError`` ``STREAM_CLOSED``."""
         if not self.done:
-            where = "after messageStop, before metadata" if self._stop_reason is not None else "before messageStop"
+            where = (
+                "after messageStop, before metadata"
+                if self._stop_reason is not None
+                else "before messageStop"
+            )
             raise LlmError(
                 f"the Bedrock event stream ended {where}", "STREAM_CLOSED", request_id=self.request_id
             )
@@ -365,7 +370,9 @@ class BedrockTranslator:
         if reason.kind in ("stop", "tool-calls") and self._bad_call is not None:
             raise self._malformed(f"tool call {self._bad_call} arguments are not a JSON object")
         if reason.failure is not None and rid is not None:
-            return FinishReason(kind=reason.kind, failure=reason.failure.model_copy(update={"request_id": rid}))
+            return FinishReason(
+                kind=reason.kind, failure=reason.failure.model_copy(update={"request_id": rid})
+            )
         return reason
 
     def _exception(self, frame: EventFrame) -> LlmError:

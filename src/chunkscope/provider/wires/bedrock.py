@@ -306,7 +306,9 @@ def bedrock_body(script: Script) -> dict[str, Any]:
     for step in script.steps:
         if isinstance(step, Reasoning):
             if kind != "reasoning":
-                content.append({"reasoningContent": {"reasoningText": {"text": "", "signature": REASONING_SIGNATURE}}})
+                content.append(
+                    {"reasoningContent": {"reasoningText": {"text": "", "signature": REASONING_SIGNATURE}}}
+                )
             content[-1]["reasoningContent"]["reasoningText"]["text"] += step.text
             kind = "reasoning"
         elif isinstance(step, Text):
@@ -321,7 +323,9 @@ def bedrock_body(script: Script) -> dict[str, Any]:
     collected = collect_steps(script.steps)
     for call in collected.tools:
         call_id, name = ids[call.slot]
-        content.append({"toolUse": {"toolUseId": call_id, "name": name, "input": json.loads(call.arguments or "{}")}})
+        content.append(
+            {"toolUse": {"toolUseId": call_id, "name": name, "input": json.loads(call.arguments or "{}")}}
+        )
     finish = collected.finish
     return {
         "output": {"message": {"role": "assistant", "content": content}},
