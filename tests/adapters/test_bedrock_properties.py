@@ -189,4 +189,5 @@ def test_the_adapter_over_http_yields_what_the_translator_does(
     result = asyncio.run(run())
     assert result.error is None, result.error
     assert (result.text, result.reasoning) == (expected["text"], expected["reasoning"])
-    assert [(t.name, t.arguments) for t in result.tool_calls] == expected["calls"]
+    # read off the chunks: a max-tokens finish leaves its calls out of the assembled result
+    assert _assembled(result.chunks)["calls"] == expected["calls"]

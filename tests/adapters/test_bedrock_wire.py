@@ -288,7 +288,7 @@ def test_a_payload_that_is_not_json_or_nested_too_deeply_is_malformed() -> None:
     from _bedrock_frames import frame, header
 
     headers = header(":event-type", "contentBlockDelta") + header(":message-type", "event")
-    for payload in (b"{not json", b"[" * 100_000 + b"]" * 100_000):
+    for payload in (b"{not json", b"[" * 100_000 + b"]" * 100_000, b'{"delta": {}}x', b"\xff\xfe{}", b""):
         _, error, _ = translate([start(), frame(headers, payload)])
         assert error is not None and error.code == "MALFORMED_RESPONSE"
 

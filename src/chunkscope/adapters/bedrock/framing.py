@@ -23,7 +23,9 @@ it are returned, and every later ``feed`` raises it.
 
 from __future__ import annotations
 
+import struct
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["EventFrame", "EventStreamDecoder", "MIN_FRAME_BYTES", "decode_headers"]
@@ -35,6 +37,9 @@ _PRELUDE = 12
 _FIXED = {2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # value type -> byte width of fixed-size values
 _from_bytes = int.from_bytes
 _crc32 = zlib.crc32
+_prelude = struct.Struct("!III").unpack_from
+_u32 = struct.Struct("!I").unpack_from
+_HEADER_CACHE = 64  # header blocks remembered per decoder (a stream repeats a handful)
 
 
 class EventFrame:
@@ -42,21 +47,27 @@ class EventFrame:
 
     ``message_type`` (``:message-type``: ``event``, ``exception``, ``error``) and
     ``event_type`` (``:event-type``, or ``:exception-type`` on an exception) are read once.
+    ``headers`` may be shared by frames whose header bytes are the same: read it, never
+    change it.
     """
 
     __slots__ = ("event_type", "headers", "message_type", "payload")
 
-    def __init__(self, headers: dict[str, Any], payload: bytes) -> None:
+    def __init__(self, headers: dict[str, Any], payload: bytes, kinds: tuple[str, str] | None = None) -> None:
         self.headers = headers
         self.payload = payload
-        message_type = headers.get(":message-type")
-        self.message_type = message_type if isinstance(message_type, str) else ""
-        key = ":exception-type" if self.message_type == "exception" else ":event-type"
-        event_type = headers.get(key)
-        self.event_type = event_type if isinstance(event_type, str) else ""
+        self.message_type, self.event_type = kinds if kinds is not None else frame_kinds(headers)
 
     def __repr__(self) -> str:
         return f"EventFrame({self.message_type!r}, {self.event_type!r}, {len(self.payload)} payload bytes)"
+
+
+def frame_kinds(headers: Mapping[str, Any]) -> tuple[str, str]:
+    """``(message type, event type)`` of a frame's headers (``""`` where a header is missing)."""
+    message_type = headers.get(":message-type")
+    message_type = message_type if isinstance(message_type, str) else ""
+    event_type = headers.get(":exception-type" if message_type == "exception" else ":event-type")
+    return message_type, event_type if isinstance(event_type, str) else ""
 
 
 def decode_headers(data: bytes | memoryview) -> dict[str, Any]:
@@ -116,12 +127,14 @@ class EventStreamDecoder:
             a prelude announcing more is a failure as soon as its 12 bytes are checked.
     """
 
-    __slots__ = ("_buf", "_need", "failure", "max_frame_bytes")
+    __slots__ = ("_buf", "_headers", "_need", "failure", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = 8 << 20) -> None:
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()  # the unfinished frame (or prelude) so far
         self._need = 0  # the total length of the frame in ``_buf`` once its prelude is checked
+        # header bytes -> (headers, kinds): every frame of one event type has the same headers
+        self._headers: dict[bytes, tuple[dict[str, Any], tuple[str, str]]] = {}
         self.failure: ValueError | None = None
 
     def feed(self, data: bytes) -> list[EventFrame]:
@@ -135,24 +148,35 @@ class EventStreamDecoder:
                 return []
             data = bytes(buf)
             buf.clear()
+        elif type(data) is not bytes:
+            data = bytes(data)
         frames: list[EventFrame] = []
+        append = frames.append
+        cache = self._headers
         pos, size = 0, len(data)
-        view = memoryview(data)
         try:
             while size - pos >= _PRELUDE:
-                total = self._prelude(view, pos)
-                if size - pos < total:
+                total = self._need or self._prelude(data, pos)
+                end = pos + total
+                if end > size:
                     self._need = total
                     break
-                frames.append(self._frame(view, pos, total))
-                pos += total
                 self._need = 0
+                if _crc32(data[pos : end - 4]) != _u32(data, end - 4)[0]:
+                    raise ValueError("an event-stream frame's message CRC does not match")
+                headers_end = pos + _PRELUDE + _u32(data, pos + 4)[0]
+                raw = data[pos + _PRELUDE : headers_end]
+                known = cache.get(raw)
+                if known is None:
+                    known = self._decode(raw)
+                append(EventFrame(known[0], data[headers_end : end - 4], known[1]))
+                pos = end
         except ValueError as exc:
             self.failure = exc
             self._need = 0
             return frames
         if pos < size:
-            buf += view[pos:]
+            buf += data[pos:]
         return frames
 
     def end(self) -> list[EventFrame]:
@@ -167,16 +191,11 @@ class EventStreamDecoder:
         """Bytes held of an unfinished frame."""
         return len(self._buf)
 
-    def _prelude(self, view: memoryview, pos: int) -> int:
+    def _prelude(self, data: bytes, pos: int) -> int:
         """The checked total length of the frame at ``pos`` (its 12 prelude bytes are there)."""
-        if self._need:
-            return self._need  # checked when it first arrived
-        head = view[pos : pos + 8]
-        crc = _from_bytes(view[pos + 8 : pos + 12], "big")
-        if _crc32(head) != crc:
+        total, headers, crc = _prelude(data, pos)
+        if _crc32(data[pos : pos + 8]) != crc:
             raise ValueError("an event-stream frame's prelude CRC does not match")
-        total = _from_bytes(head[:4], "big")
-        headers = _from_bytes(head[4:], "big")
         if total < MIN_FRAME_BYTES:
             raise ValueError(f"an event-stream frame claims {total} bytes, fewer than any frame has")
         if total > self.max_frame_bytes:
@@ -185,13 +204,11 @@ class EventStreamDecoder:
             )
         if headers > total - MIN_FRAME_BYTES:
             raise ValueError(f"an event-stream frame of {total} bytes claims {headers} bytes of headers")
-        return total
+        return int(total)
 
-    def _frame(self, view: memoryview, pos: int, total: int) -> EventFrame:
-        end = pos + total
-        crc = _from_bytes(view[end - 4 : end], "big")
-        if _crc32(view[pos : end - 4]) != crc:
-            raise ValueError("an event-stream frame's message CRC does not match")
-        headers_end = pos + _PRELUDE + _from_bytes(view[pos + 4 : pos + 8], "big")
-        headers = decode_headers(view[pos + _PRELUDE : headers_end])
-        return EventFrame(headers, bytes(view[headers_end : end - 4]))
+    def _decode(self, raw: bytes) -> tuple[dict[str, Any], tuple[str, str]]:
+        headers = decode_headers(raw)
+        known = (headers, frame_kinds(headers))
+        if len(self._headers) < _HEADER_CACHE:
+            self._headers[raw] = known
+        return known

@@ -47,7 +47,8 @@ Ignored, on purpose: ``reasoningContent.signature`` and ``reasoningContent.redac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
@@ -65,6 +66,10 @@ from .._finish import finish_failure
 from .framing import EventFrame
 
 __all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole"]
+
+# The JSON decoder's scanner (what json.loads calls through raw_decode): the same C parser
+# without the Python frames around it; StopIteration where there is no JSON value at all.
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 _EXCEPTION_CODES: dict[str, str] = {
     "throttlingexception": "RATE_LIMIT",
@@ -172,7 +177,45 @@ class BedrockTranslator:
             raise self._exception(frame)
         event_type = frame.event_type
         try:
-            payload = loads(frame.payload)
+            text = frame.payload.decode()
+            payload, end = _scan_json(text, 0)
+            if end != len(text):
+                payload = self._parse_slowly(frame)  # trailing bytes, or whitespace
+        except (StopIteration, ValueError, RecursionError):
+            payload = self._parse_slowly(frame)
+        if event_type == "contentBlockDelta" and type(payload) is dict and self._fast_delta(payload):
+            return self._writer.take()
+        return self.feed_event(event_type, payload)
+
+    def _fast_delta(self, payload: dict[str, Any]) -> bool:
+        """Write a delta that continues the live block (most of a stream); False: take the
+        general path (``_delta``), which also says what is wrong with it."""
+        delta = payload.get("delta")
+        if type(delta) is not dict or self._live < 0 or payload.get("contentBlockIndex") != self._live:
+            return False
+        kind = self._live_kind
+        if kind == TEXT:
+            piece = delta.get("text")
+        elif kind == REASONING:
+            inner = delta.get("reasoningContent")
+            piece = inner.get("text") if type(inner) is dict else None
+        else:
+            inner = delta.get("toolUse")
+            piece = inner.get("input") if type(inner) is dict else None
+            if type(piece) is str and piece and len(delta) == 1:
+                self._writer.tool_call(fragment=piece)
+                return True
+            return False
+        if type(piece) is not str or not piece or len(delta) != 1:
+            return False
+        self._writer.text(kind, piece)
+        return True
+
+    def _parse_slowly(self, frame: EventFrame) -> Any:
+        """The payload as JSON (surrounding whitespace allowed), or ``MALFORMED_RESPONSE`` saying why not."""
+        event_type = frame.event_type
+        try:
+            return loads(frame.payload)
         except ValueError as exc:
             raise LlmError(
                 f"malformed Bedrock stream event {event_type!r}: not JSON ({exc}): "
@@ -180,7 +223,6 @@ class BedrockTranslator:
                 "MALFORMED_RESPONSE",
                 request_id=self.request_id,
             ) from None
-        return self.feed_event(event_type, payload)
 
     def feed_event(self, event_type: str, payload: Any) -> list[AnyChunk]:
         """Translate one event frame given its ``:event-type`` and its parsed payload."""
