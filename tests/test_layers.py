@@ -53,7 +53,8 @@ LIBRARIES: dict[str, set[str] | None] = {
     "protocol": {"pydantic", "pydantic_core", "typing_extensions"},
     # zstandard: compressed session logs, imported lazily (a one-line error names the extra)
     "sources": {"pydantic", "pydantic_core", "typing_extensions", "zstandard"},
-    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse"},
+    # botocore: the Bedrock adapter's SigV4 signing, imported lazily (the "bedrock" extra)
+    "adapters": {"pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse", "botocore"},
     # nest_asyncio: the sync face (generate_sync/run_sync) inside a running Jupyter loop, imported lazily.
     "runtime": {
         "pydantic", "pydantic_core", "typing_extensions", "httpx", "httpx_sse",

@@ -2,7 +2,8 @@
 
 A plain ``pip install chunkscope`` gives the protocol, the adapters, the runtime, the
 local provider and the CLI's ``check`` / ``show`` / ``record`` / ``serve``. Everything
-else needs an extra (``usage``, ``notebook``, ``dask``, ``lab``, ``otel``, ``prices``, ``testing``). A path
+else needs an extra (``usage``, ``notebook``, ``dask``, ``lab``, ``otel``, ``prices``, ``bedrock``,
+``testing``). A path
 that imports an optional module turns the ``ModuleNotFoundError`` into a
 :class:`MissingExtraError` naming the extra to install, so a user reads one line
 instead of a traceback, and the CLI can exit 2 (bad set-up) instead of 1 (violations).
@@ -46,6 +47,7 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     # a namespace package shared by the api, sdk, semconv and exporter distributions; the sdk brings the api
     "opentelemetry": ("otel", "opentelemetry-sdk"),
     "genai_prices": ("prices", "genai-prices"),
+    "botocore": ("bedrock", "botocore"),  # AWS SigV4 signing for the Bedrock adapter
     "hypothesis": ("testing", "hypothesis"),
     "pytest": ("test", "pytest"),
 }

@@ -42,6 +42,8 @@ class WireFacts:
         model_in_path: a regular expression whose ``model`` group finds the model in a
             request path, for a wire that names it there (Gemini, Bedrock); empty when the
             model is the body's ``model``.
+        reasoning_tokens: whether the wire reports reasoning tokens apart from the output
+            (Bedrock's usage has no such field: its reasoning stays inside ``outputTokens``).
     """
 
     name: str
@@ -54,6 +56,7 @@ class WireFacts:
     withheld_code: str
     request_path: str
     model_in_path: str = ""
+    reasoning_tokens: bool = True
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -84,6 +87,19 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+        ),
+        WireFacts(
+            name="bedrock",
+            title="AWS Bedrock ConverseStream",
+            label="Bedrock",
+            key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+            provider="aws",  # genai-prices' provider id for Bedrock
+            base_path="",
+            dialects=(),  # exception frames and metadata after messageStop are in every stream
+            withheld_code="CONTENT_FILTER",  # stopReason guardrail_intervened / content_filtered
+            request_path="/converse-stream",  # {root}/model/{modelId}/converse-stream
+            model_in_path=r"/model/(?P<model>[^/]+)/converse",
+            reasoning_tokens=False,
         ),
     )
 }

@@ -21,6 +21,8 @@ _GUARDED = {
     "test_openai_compat",
     "test_reference_vectors",
     "test_sse_core",
+    "test_bedrock_framing",
+    "test_bedrock_wire",
 }
 """The modules whose every raised code is checked against the registry."""
 

@@ -39,7 +39,7 @@ from _anthropic_events import (  # isort: skip
     text_start,
 )
 
-WIRES = ("openai", "anthropic")
+WIRES = ("openai", "anthropic", "bedrock")
 
 
 def _codes_of(result: Any) -> list[str]:
@@ -54,6 +54,8 @@ def _codes_of(result: Any) -> list[str]:
 def _adapter(wire: str, provider: LocalProvider, client: httpx.AsyncClient, idle: float) -> cs.LlmAdapter:
     if wire == "openai":
         return cs.OpenAICompatAdapter(provider.base_url, "sk-local", http_client=client, idle_timeout=idle)
+    if wire == "bedrock":
+        return cs.BedrockAdapter(provider.url, "sk-local", http_client=client, idle_timeout=idle)
     return cs.AnthropicAdapter(provider.url, "sk-local", http_client=client, idle_timeout=idle)
 
 

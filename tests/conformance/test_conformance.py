@@ -15,6 +15,7 @@ import chunkscope as cs
 from chunkscope.adapters import (
     OPTIONAL_OPTIONS,
     AnthropicAdapter,
+    BedrockAdapter,
     GenerateOptions,
     LlmAdapter,
     OpenAICompatAdapter,
@@ -48,7 +49,14 @@ def skeleton_report() -> ConformanceReport:
     return conformance(make_skeleton, wire="openai")
 
 
-@pytest.mark.parametrize(("wire", "factory"), [("openai", openai_factory), ("anthropic", anthropic_factory)])
+def bedrock_factory(base_url: str, api_key: str) -> BedrockAdapter:
+    return BedrockAdapter(base_url, api_key, idle_timeout=IDLE)
+
+
+@pytest.mark.parametrize(
+    ("wire", "factory"),
+    [("openai", openai_factory), ("anthropic", anthropic_factory), ("bedrock", bedrock_factory)],
+)
 @pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_both_builtin_adapters_conform_on_every_scenario_of_their_wire(wire: str, factory: Any) -> None:
     report = conformance(factory, wire=wire)  # type: ignore[arg-type]

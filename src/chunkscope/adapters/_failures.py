@@ -115,7 +115,9 @@ _QUOTA_RULES = (
 
 # Provider phrases the reference's wording rules do not cover: Anthropic's overflow and credit
 # messages, OpenAI's billing limit. The table uses them beside the reference classifiers.
-_WIRE_CONTEXT = re.compile(r"prompt is too long", re.IGNORECASE)
+_WIRE_CONTEXT = re.compile(
+    r"prompt is too long|input is too long for requested model|too many input tokens", re.IGNORECASE
+)
 _WIRE_QUOTA = re.compile(
     r"(?:balance|credits?)[\s_-]+(?:is[\s_-]+)?too[\s_-]+low|billing[\s_-]*(?:hard[\s_-]*)?limit",
     re.IGNORECASE,
@@ -154,6 +156,10 @@ _TYPE_CODES: tuple[tuple[str, str], ...] = (
     ("api_error", "SERVER"),
     ("internal", "SERVER"),
     ("timeout", "SERVER"),
+    # Bedrock's exception names (x-amzn-ErrorType), lower-cased
+    ("throttling", "RATE_LIMIT"),
+    ("quotaexceeded", "QUOTA"),
+    ("serviceunavailable", "SERVER"),
 )
 
 
@@ -359,7 +365,13 @@ def _retry_after_seconds(raw: str, now: float | None) -> float | None:
     return when.timestamp() - current
 
 
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-deepseek-request-id", "anthropic-request-id")
+_REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "x-deepseek-request-id",
+    "anthropic-request-id",
+    "x-amzn-requestid",  # AWS (Bedrock)
+)
 
 
 MAX_REQUEST_ID_CHARS = 200
@@ -395,7 +407,10 @@ def error_from_response(
     """
     secrets = tuple(secrets)
     message, detail, error = error_detail(body)
-    code = error_code(status, detail=detail, error_type=_error_type(error))
+    error_type = _error_type(error) or _amzn_error_type(headers)
+    if error_type and error_type not in detail:
+        detail = f"{error_type} {detail}"
+    code = error_code(status, detail=detail, error_type=error_type)
     reason = httpx.codes.get_reason_phrase(status)
     text = f"{label} answered HTTP {status}" + (f" {reason}" if reason else "")
     if message:
@@ -409,6 +424,13 @@ def error_from_response(
         request_id=request_id(headers, secrets),
         cause=ProviderErrorBody(bounded(raw, secrets, MAX_CAUSE_CHARS, cut_before=truncated)),
     )
+
+
+def _amzn_error_type(headers: Mapping[str, str]) -> str | None:
+    """The error AWS names in ``x-amzn-ErrorType`` (``ThrottlingException:http://…``), lower-cased."""
+    value = headers.get("x-amzn-errortype")
+    name = value.partition(":")[0].strip().lower() if value else ""
+    return name or None
 
 
 def _status_inside(error: Mapping[str, Any] | None) -> int | None:

@@ -28,6 +28,10 @@ FINISH_CODES: dict[str, str] = {
     "refusal": "REFUSAL",  # Anthropic Messages
     "model_context_window_exceeded": "CONTEXT_WINDOW_EXCEEDED",  # Anthropic Messages
     "insufficient_system_resource": "SERVER",  # DeepSeek: out of capacity mid-reply, retryable
+    "guardrail_intervened": "CONTENT_FILTER",  # Bedrock: a guardrail withheld the answer
+    "content_filtered": "CONTENT_FILTER",  # Bedrock: the model's own filter
+    "malformed_model_output": "MALFORMED_RESPONSE",  # Bedrock: the model's output did not parse
+    "malformed_tool_use": "MALFORMED_RESPONSE",  # Bedrock: a tool call that did not parse
 }
 """A wire's non-success finish reason → its registered code (wires share reasons' spellings)."""
 

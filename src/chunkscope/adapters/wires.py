@@ -23,6 +23,10 @@ from .anthropic import AnthropicAdapter
 from .anthropic.request import sent_options as anthropic_sent
 from .anthropic.translate import AnthropicTranslator
 from .anthropic.translate import read_whole as anthropic_whole
+from .bedrock import BedrockAdapter
+from .bedrock.request import sent_options as bedrock_sent
+from .bedrock.translate import BedrockTranslator
+from .bedrock.translate import read_whole as bedrock_whole
 from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
 from .openai_compat.translate import OpenAITranslator
@@ -33,6 +37,7 @@ __all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
 _ADAPTERS: dict[str, tuple[Any, ...]] = {
     "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
     "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
+    "bedrock": (BedrockAdapter, bedrock_sent, BedrockTranslator, bedrock_whole),
 }
 
 

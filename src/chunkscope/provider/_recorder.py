@@ -36,7 +36,15 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "x-goog-api-key",
+        "x-amz-security-token",  # an AWS session token (SigV4)
+    }
 )
 """Headers whose value is never stored (only the fact that they were sent)."""
 
@@ -72,13 +80,17 @@ class ReceivedRequest:
     writes: list[float] = field(default_factory=list)
     """``time.monotonic()`` as each non-empty body write went out, the first ``MAX_WRITES``:
     the ground truth a client's first-byte and first-token timings are measured against."""
+    path_params: dict[str, str] = field(default_factory=dict)
+    """The route's path parameters (Bedrock's ``{model}``), known once the body was read."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def model(self) -> str | None:
-        """The body's ``model``, if any."""
+        """The body's ``model``, else the path's (a wire that names it in the URL), if any."""
         body = self.body
         value = body.get("model") if isinstance(body, dict) else None
+        if value is None:
+            value = self.path_params.get("model")
         return value if isinstance(value, str) else None
 
     def wait_ended(self, timeout: float) -> bool:
@@ -155,6 +167,10 @@ class RequestLog:
                         body.extend(message.get("body", b""))
                     if not message.get("more_body", False):
                         record.body = _parse(body)
+                        # routing ran before the app read the body: the route's parameters are known
+                        params = scope.get("path_params")
+                        if isinstance(params, dict):
+                            record.path_params = {str(k): str(v) for k, v in params.items()}
                         body_read.set()
                 elif message.get("type") == "http.disconnect" and not responded:
                     self._end(record, "disconnected")

@@ -187,7 +187,7 @@ class Expected:
     finish: str | None
 
 
-def _expected(script: Script) -> Expected:
+def _expected(script: Script, reasoning_tokens: bool = True) -> Expected:
     built = _ExpectedBuilder()
     for step in _before_stall(script.steps):
         if isinstance(step, (Reasoning, Text)):
@@ -196,7 +196,7 @@ def _expected(script: Script) -> Expected:
             built.tool(step)
         elif isinstance(step, Finish):
             built.finish = _expected_finish(step.reason, built.has_content)
-            built.usage = _token_usage(script.usage)
+            built.usage = _token_usage(script.usage, reasoning_tokens)
             break
         else:
             break  # a fault: the adapter raises, no finish
@@ -264,11 +264,11 @@ class _ExpectedBuilder:
         )
 
 
-def _token_usage(usage: WireUsage) -> dict[str, int]:
+def _token_usage(usage: WireUsage, reasoning_tokens: bool = True) -> dict[str, int]:
     result = {"inputTokens": usage.prompt - (usage.cached or 0), "outputTokens": usage.completion}
     if usage.cached is not None:
         result["cacheReadTokens"] = usage.cached
-    if usage.reasoning is not None:
+    if usage.reasoning is not None and reasoning_tokens:
         result["reasoningTokens"] = usage.reasoning
     return result
 
@@ -347,11 +347,16 @@ class Scenario:
             return Script(steps=(), usage=WireUsage(prompt=PROMPT_TOKENS, completion=0))
         return self._build(prompt)
 
-    def expected_for(self, prompt: str = "") -> Expected:
-        """What a correct adapter assembles when the last user message is ``prompt``."""
+    def expected_for(self, prompt: str = "", wire: Wire | None = None) -> Expected:
+        """What a correct adapter assembles when the last user message is ``prompt``.
+
+        ``wire``: on a wire whose usage has no reasoning count (``WireFacts.reasoning_tokens``
+        false: Bedrock) the expected usage has none either; None: as most wires report it.
+        """
         if self.http_fault is not None:
             return Expected(text="", reasoning="", tool_calls=[], block_types=[], usage=None, finish=None)
-        return _expected(self.script(prompt))
+        reasoning_tokens = WIRE_FACTS[wire].reasoning_tokens if wire is not None else True
+        return _expected(self.script(prompt), reasoning_tokens)
 
     @property
     def expected(self) -> Expected:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..._wires import WIRE_FACTS, WireFacts
 from .._scenarios import HttpFault, Script
-from . import anthropic, openai
+from . import anthropic, bedrock, openai
 from ._conversation import chat_conversation
 from ._frames import Frame
 
@@ -100,6 +100,22 @@ def _rows() -> Iterator[ProviderWire]:
         whole=anthropic.whole,
         in_stream_error=anthropic.IN_STREAM_ERROR,
         fault_body=lambda fault: fault.anthropic_body,
+    )
+    yield ProviderWire(
+        WIRE_FACTS["bedrock"],
+        # {model:path}: boto3 percent-encodes the id, and an inference-profile ARN holds '/'
+        routes=("/model/{model:path}/converse-stream", "/model/{model:path}/converse"),
+        not_found_type="ResourceNotFoundException",
+        error_body=bedrock.error_body,
+        stream=bedrock.stream,
+        whole=bedrock.whole,
+        in_stream_error=bedrock.IN_STREAM_ERROR,
+        fault_body=bedrock.fault_body,
+        model_of=bedrock.model_of,
+        streamed=bedrock.streamed,
+        conversation=bedrock.conversation,
+        media_type="application/vnd.amazon.eventstream",
+        error_headers=bedrock.error_headers,
     )
 
 
