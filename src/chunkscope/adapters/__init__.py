@@ -2,7 +2,8 @@
 
 ``LlmAdapter`` turns ``GenerateOptions`` into an async stream of StreamChunk
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
-``AnthropicAdapter`` the Anthropic Messages API; ``ScriptedAdapter``,
+``AnthropicAdapter`` the Anthropic Messages API, ``OpenAIResponsesAdapter`` the OpenAI
+Responses API; ``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
 teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
 wrap another and change only its stream. ``error_code`` is the one failure table
@@ -16,7 +17,7 @@ redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
-same on every wire), ``openai_compat/`` and ``anthropic/`` (each ``adapter``,
+same on every wire), ``openai_compat/``, ``anthropic/`` and ``openai_responses/`` (each ``adapter``,
 ``request``, ``translate``), ``_wrapping``, ``scripted``, ``recording``.
 """
 
@@ -54,6 +55,7 @@ __all__ = [
     "LlmAdapter",
     "ModelInfo",
     "OpenAICompatAdapter",
+    "OpenAIResponsesAdapter",
     "ReasoningEffort",
     "ReasoningInfo",
     "RecordingAdapter",
@@ -74,6 +76,7 @@ __all__ = [
 _LAZY = {
     "OpenAICompatAdapter": ".openai_compat",
     "AnthropicAdapter": ".anthropic",
+    "OpenAIResponsesAdapter": ".openai_responses",
     "ScriptedAdapter": ".scripted",
     "RecordingAdapter": ".recording",
     "ReplayAdapter": ".recording",
@@ -92,5 +95,6 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from .anthropic import AnthropicAdapter
     from .openai_compat import OpenAICompatAdapter
+    from .openai_responses import OpenAIResponsesAdapter
     from .recording import RecordingAdapter, ReplayAdapter
     from .scripted import ScriptedAdapter
