@@ -643,7 +643,8 @@ def _body_problems(body: dict[str, Any], model: str) -> list[str]:
         problems.append(f"send model {model!r} (sent {body.get('model')!r})")
     if body.get("stream") is not True:
         problems.append('ask for a stream ("stream": true)')
-    if PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
+    # Anywhere in the body: each wire names its conversation differently (messages, input, contents).
+    if PROMPT not in json.dumps(body, ensure_ascii=False):
         problems.append("send the caller's messages (the user's text is missing)")
     return problems
 
