@@ -26,14 +26,26 @@ class Events:
         return self
 
     def created(self) -> Events:
-        response = {"id": "resp_1", "object": "response", "status": "in_progress", "output": [], "usage": None}
+        response = {
+            "id": "resp_1",
+            "object": "response",
+            "status": "in_progress",
+            "output": [],
+            "usage": None,
+        }
         return self.add("response.created", response=response).add("response.in_progress", response=response)
 
     def message(self, index: int, *texts: str, item_id: str = "msg_1", part: int = 0) -> Events:
         self.add(
             "response.output_item.added",
             output_index=index,
-            item={"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
+            item={
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            },
         )
         self.text_part(index, *texts, item_id=item_id, part=part)
         return self.item_done(index, {"id": item_id, "type": "message", "content": []})
@@ -65,7 +77,11 @@ class Events:
 
     def reasoning(self, index: int, *parts: list[str], item_id: str = "rs_1", raw: bool = False) -> Events:
         """A reasoning item: each list of fragments one summary part (``raw``: reasoning_text parts)."""
-        self.add("response.output_item.added", output_index=index, item={"id": item_id, "type": "reasoning", "summary": []})
+        self.add(
+            "response.output_item.added",
+            output_index=index,
+            item={"id": item_id, "type": "reasoning", "summary": []},
+        )
         for number, fragments in enumerate(parts):
             if raw:
                 for fragment in fragments:
@@ -104,12 +120,22 @@ class Events:
     def call(self, index: int, call_id: str, name: str, *fragments: str, item_id: str = "fc_1") -> Events:
         self.call_added(index, call_id, name, item_id=item_id)
         for fragment in fragments:
-            self.add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=fragment)
+            self.add(
+                "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=fragment
+            )
         arguments = "".join(fragments)
-        self.add("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments)
+        self.add(
+            "response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments
+        )
         return self.item_done(
             index,
-            {"id": item_id, "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments},
+            {
+                "id": item_id,
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+            },
         )
 
     def call_added(self, index: int, call_id: str, name: str, item_id: str = "fc_1") -> Events:
@@ -162,7 +188,9 @@ def sse(events: list[dict[str, Any]]) -> bytes:
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
-def translate(events: list[dict[str, Any]] | Events, **kwargs: Any) -> tuple[list[AnyChunk], ResponsesTranslator]:
+def translate(
+    events: list[dict[str, Any]] | Events, **kwargs: Any
+) -> tuple[list[AnyChunk], ResponsesTranslator]:
     """Feed every event (as SSE ``(name, data)``) to a fresh translator; the chunks and the translator."""
     listed = events.events if isinstance(events, Events) else events
     translator = ResponsesTranslator(**kwargs)

@@ -26,7 +26,11 @@ OWN_DIALECT_BLOCKS: dict[str, list[tuple[str, str]]] = {
         ("text", "First item."),
         ("text", " Second item."),
     ],
-    "dialect-summary-parts": [("reasoning", "Part one."), ("reasoning", " Part two."), ("text", "Summed up.")],
+    "dialect-summary-parts": [
+        ("reasoning", "Part one."),
+        ("reasoning", " Part two."),
+        ("text", "Summed up."),
+    ],
     "dialect-reasoning-text": [("reasoning", "Raw reasoning text."), ("text", "Answer given.")],
 }
 
@@ -84,10 +88,15 @@ async def test_a_tool_round_trip_reads_the_function_call_output_back(provider: L
     (call,) = first.tool_calls
     messages: list[Any] = [
         {"role": "user", "content": PROMPT},
-        {"role": "assistant", "content": [{"type": "tool-call", "id": call.id, "name": call.name, "arguments": call.arguments}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool-call", "id": call.id, "name": call.name, "arguments": call.arguments}],
+        },
         {
             "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": call.id, "content": [{"type": "text", "text": "18 C"}]}],
+            "content": [
+                {"type": "tool-result", "toolCallId": call.id, "content": [{"type": "text", "text": "18 C"}]}
+            ],
         },
     ]
     second = await stream_scenario(provider, "tool-roundtrip", messages=messages)

@@ -64,7 +64,9 @@ def test_text_deltas_make_one_text_block_then_disjoint_usage_and_stop() -> None:
 
 
 def test_each_summary_part_is_its_own_reasoning_block_never_interleaved() -> None:
-    events = Events().created().reasoning(0, ["Look", "ing."], ["Then", " act."]).message(1, "Done.").terminal()
+    events = (
+        Events().created().reasoning(0, ["Look", "ing."], ["Then", " act."]).message(1, "Done.").terminal()
+    )
     chunks, _ = translate(events)
     assert_strict(chunks)
     blocks = result_of(chunks).blocks
@@ -76,7 +78,9 @@ def test_each_summary_part_is_its_own_reasoning_block_never_interleaved() -> Non
 
 
 def test_reasoning_text_deltas_are_reasoning_one_block_per_content_part() -> None:
-    chunks, _ = translate(Events().created().reasoning(0, ["Raw", " thought."], raw=True).message(1, "Ok").terminal())
+    chunks, _ = translate(
+        Events().created().reasoning(0, ["Raw", " thought."], raw=True).message(1, "Ok").terminal()
+    )
     assert_strict(chunks)
     result = result_of(chunks)
     assert result.reasoning == "Raw thought." and [b.type for b in result.blocks] == ["reasoning", "text"]
@@ -90,7 +94,9 @@ def test_several_message_items_are_one_text_block_each() -> None:
 
 
 def test_a_function_call_item_is_one_tool_call_block_with_its_call_id_and_name() -> None:
-    events = Events().created().message(0, "Checking.").call(1, "call_abc", "get_weather", '{"city":', ' "Tokyo"}')
+    events = (
+        Events().created().message(0, "Checking.").call(1, "call_abc", "get_weather", '{"city":', ' "Tokyo"}')
+    )
     chunks, _ = translate(events.terminal())
     assert_strict(chunks)
     result = result_of(chunks)
@@ -103,10 +109,14 @@ def test_a_function_call_item_is_one_tool_call_block_with_its_call_id_and_name()
 def test_arguments_sent_whole_without_deltas_are_the_calls_arguments(where: str) -> None:
     events = Events().created().call_added(0, "call_w", "ping")
     if where == "arguments.done":
-        events.add("response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments='{"n": 1}')
+        events.add(
+            "response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments='{"n": 1}'
+        )
         events.item_done(0, {"type": "function_call", "call_id": "call_w", "name": "ping", "arguments": ""})
     else:
-        events.item_done(0, {"type": "function_call", "call_id": "call_w", "name": "ping", "arguments": '{"n": 1}'})
+        events.item_done(
+            0, {"type": "function_call", "call_id": "call_w", "name": "ping", "arguments": '{"n": 1}'}
+        )
     chunks, _ = translate(events.terminal())
     assert_strict(chunks)
     assert [c.arguments for c in result_of(chunks).tool_calls] == ['{"n": 1}']
@@ -144,14 +154,21 @@ def test_an_item_done_without_its_added_event_still_counts() -> None:
 
 
 def test_incomplete_at_max_output_tokens_is_max_tokens_with_usage() -> None:
-    chunks, _ = translate(Events().created().message(0, "This is cu").terminal("response.incomplete", reason="max_output_tokens"))
+    chunks, _ = translate(
+        Events()
+        .created()
+        .message(0, "This is cu")
+        .terminal("response.incomplete", reason="max_output_tokens")
+    )
     assert_strict(chunks)
     result = result_of(chunks)
     assert result.finish is not None and result.finish.kind == "max-tokens" and result.usage is not None
 
 
 def test_incomplete_by_content_filter_is_a_content_filter_error_finish_keeping_the_text() -> None:
-    chunks, _ = translate(Events().created().message(0, "I can").terminal("response.incomplete", reason="content_filter"))
+    chunks, _ = translate(
+        Events().created().message(0, "I can").terminal("response.incomplete", reason="content_filter")
+    )
     assert_strict(chunks)
     result = result_of(chunks)
     assert result.text == "I can" and result.error_code == "CONTENT_FILTER"
@@ -160,7 +177,9 @@ def test_incomplete_by_content_filter_is_a_content_filter_error_finish_keeping_t
 
 def test_a_refusal_is_shown_as_text_and_ends_with_refusal() -> None:
     events = Events().created()
-    events.add("response.output_item.added", output_index=0, item={"id": "m", "type": "message", "content": []})
+    events.add(
+        "response.output_item.added", output_index=0, item={"id": "m", "type": "message", "content": []}
+    )
     events.add("response.refusal.delta", item_id="m", output_index=0, content_index=0, delta="I can't help.")
     events.add("response.refusal.done", item_id="m", output_index=0, content_index=0, refusal="I can't help.")
     events.item_done(0, {"id": "m", "type": "message", "content": []})
@@ -188,15 +207,20 @@ def test_a_completed_response_without_content_is_an_empty_response() -> None:
     ],
 )
 def test_the_error_event_raises_the_code_its_code_names_keeping_the_output(wire_code: str, code: str) -> None:
-    events = Events().created().message(0, "Part").add("error", code=wire_code, message="went wrong", param=None)
+    events = (
+        Events().created().message(0, "Part").add("error", code=wire_code, message="went wrong", param=None)
+    )
     error, chunks = failing(events)
     assert error.code == code and "went wrong" in error.message
     assert result_of(chunks).text == "Part"
 
 
 def test_response_failed_is_an_error_finish_by_its_code_after_usage() -> None:
-    events = Events().created().message(0, "Half").terminal(
-        "response.failed", error={"code": "rate_limit_exceeded", "message": "slow down"}
+    events = (
+        Events()
+        .created()
+        .message(0, "Half")
+        .terminal("response.failed", error={"code": "rate_limit_exceeded", "message": "slow down"})
     )
     chunks, translator = translate(events)
     assert translator.done
@@ -305,7 +329,9 @@ def test_usage_mapping_takes_cache_reads_and_writes_out_of_the_input() -> None:
 def test_read_whole_gives_the_usage_and_finish_of_a_non_streaming_answer() -> None:
     body = {"status": "completed", "output": [{"type": "function_call"}], "usage": USAGE}
     usage, finish = read_whole(body)
-    assert usage is not None and usage.input_tokens == 10 and finish is not None and finish.kind == "tool-calls"
+    assert (
+        usage is not None and usage.input_tokens == 10 and finish is not None and finish.kind == "tool-calls"
+    )
     _, cut = read_whole({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}})
     assert cut is not None and cut.kind == "max-tokens"
     _, failed = read_whole({"status": "failed", "error": {"code": "server_error", "message": "x"}})
@@ -330,13 +356,22 @@ def test_the_body_carries_input_items_tools_effort_and_limits() -> None:
                 "content": [
                     {"type": "reasoning", "text": "thinking"},
                     {"type": "text", "text": "Checking."},
-                    {"type": "tool-call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Tokyo"}'},
+                    {
+                        "type": "tool-call",
+                        "id": "call_1",
+                        "name": "get_weather",
+                        "arguments": '{"city":"Tokyo"}',
+                    },
                 ],
             },
             {
                 "role": "user",
                 "content": [
-                    {"type": "tool-result", "toolCallId": "call_1", "content": [{"type": "text", "text": "sunny"}]},
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "call_1",
+                        "content": [{"type": "text", "text": "sunny"}],
+                    },
                     {"type": "text", "text": "Thanks"},
                 ],
             },
@@ -352,7 +387,12 @@ def test_the_body_carries_input_items_tools_effort_and_limits() -> None:
     assert body["input"] == [
         {"role": "user", "content": "Weather?"},
         {"role": "assistant", "content": "Checking."},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Tokyo"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Tokyo"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
         {"role": "user", "content": "Thanks"},
     ]
@@ -362,24 +402,34 @@ def test_the_body_carries_input_items_tools_effort_and_limits() -> None:
     assert body["max_output_tokens"] == 99 and body["temperature"] == 0.5
     assert body["reasoning"] == {"effort": "low", "summary": "auto"}
     sent = sent_options(body)
-    assert "Be brief." in json.dumps(sent.system) and sent.tool_names == ["get_weather"] and sent.max_tokens == 99
+    assert (
+        "Be brief." in json.dumps(sent.system)
+        and sent.tool_names == ["get_weather"]
+        and sent.max_tokens == 99
+    )
     assert WIRES["responses"].sent is sent_options
 
 
 def test_off_sends_effort_none_and_an_o_series_model_has_no_off() -> None:
     adapter = OpenAIResponsesAdapter("https://api.openai.com/v1", KEY)
-    options = cs.GenerateOptions("openai", "gpt-5.1", [{"role": "user", "content": "hi"}], reasoning_effort="off")
+    options = cs.GenerateOptions(
+        "openai", "gpt-5.1", [{"role": "user", "content": "hi"}], reasoning_effort="off"
+    )
     assert adapter.request_body(adapter.prepare(options))["reasoning"] == {"effort": "none"}
     with pytest.raises(LlmError) as raised:
         adapter.prepare(options.replace(model="o3-mini"))
     assert raised.value.code == "UNSUPPORTED_REASONING_EFFORT"
-    assert "reasoning" not in build_body(cs.GenerateOptions("openai", "gpt-4.1", [{"role": "user", "content": "x"}]))
+    assert "reasoning" not in build_body(
+        cs.GenerateOptions("openai", "gpt-4.1", [{"role": "user", "content": "x"}])
+    )
 
 
 def test_stop_sequences_are_refused_before_any_io() -> None:
     adapter = OpenAIResponsesAdapter("https://api.openai.com/v1", KEY)
     with pytest.raises(LlmError) as raised:
-        adapter.prepare(cs.GenerateOptions("openai", "gpt-5", [{"role": "user", "content": "x"}], stop=["END"]))
+        adapter.prepare(
+            cs.GenerateOptions("openai", "gpt-5", [{"role": "user", "content": "x"}], stop=["END"])
+        )
     assert raised.value.code == "UNSUPPORTED_OPTION"
 
 
@@ -401,7 +451,9 @@ async def stream_body(body: bytes, **kwargs: Any) -> StreamResult:
 
 
 async def test_a_whole_stream_through_the_adapter() -> None:
-    result = await stream_body(sse(Events().created().reasoning(0, ["Hm."]).message(1, "Hi").terminal().events))
+    result = await stream_body(
+        sse(Events().created().reasoning(0, ["Hm."]).message(1, "Hi").terminal().events)
+    )
     assert result.ok and (result.reasoning, result.text) == ("Hm.", "Hi") and result.violations == []
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import openai
 import pytest
 
-from chunkscope.adapters.openai_responses import OpenAIResponsesAdapter
 from chunkscope.adapters._base import GenerateOptions
+from chunkscope.adapters.openai_responses import OpenAIResponsesAdapter
 from chunkscope.protocol import collect
 from chunkscope.provider import SCENARIOS, LocalProvider
 
@@ -57,7 +57,9 @@ async def sdk_reply(provider: LocalProvider, model: str) -> dict[str, Any]:
 
 async def adapter_reply(provider: LocalProvider, model: str) -> dict[str, Any]:
     async with OpenAIResponsesAdapter(provider.base_url, "x") as adapter:
-        result = await collect(adapter.stream(GenerateOptions("openai", model, [{"role": "user", "content": PROMPT}])))
+        result = await collect(
+            adapter.stream(GenerateOptions("openai", model, [{"role": "user", "content": PROMPT}]))
+        )
     return {
         "text": result.text,
         "reasoning": result.reasoning,
@@ -83,7 +85,10 @@ async def test_the_sdk_streams_every_reply_as_the_table_says_and_as_the_adapter_
     assert {k: sdk[k] for k in ("text", "reasoning", "tool_calls", "usage")} == {
         k: ours[k] for k in ("text", "reasoning", "tool_calls", "usage")
     }
-    status = {"max-tokens": "incomplete", "error": "incomplete" if model == "fault-content-filter" else "completed"}
+    status = {
+        "max-tokens": "incomplete",
+        "error": "incomplete" if model == "fault-content-filter" else "completed",
+    }
     assert sdk["status"] == status.get(str(expected.finish), "completed")
     assert ours["finish"] == expected.finish
 
@@ -93,11 +98,10 @@ async def test_the_accumulating_stream_helper_rebuilds_the_final_response(
     provider: LocalProvider, model: str
 ) -> None:
     expected = SCENARIOS[model].expected_for(PROMPT)
-    async with client_of(provider) as client:
-        async with client.responses.stream(model=model, input=PROMPT) as stream:
-            async for _ in stream:
-                pass
-            final = await stream.get_final_response()
+    async with client_of(provider) as client, client.responses.stream(model=model, input=PROMPT) as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_response()
     assert final.status == "completed" and final.output_text == expected.text
     calls = [(item.name, item.arguments) for item in final.output if item.type == "function_call"]
     assert calls == expected.tool_calls
@@ -140,7 +144,9 @@ async def test_the_sdk_reads_the_http_faults_as_its_own_errors(
 
 async def test_the_non_streaming_answer_is_the_response_object(provider: LocalProvider) -> None:
     async with client_of(provider) as client:
-        response = await client.responses.create(model="tool-call", input=[{"role": "user", "content": PROMPT}])
+        response = await client.responses.create(
+            model="tool-call", input=[{"role": "user", "content": PROMPT}]
+        )
     assert response.status == "completed" and response.output_text == "Let me check."
     (call,) = [item for item in response.output if item.type == "function_call"]
     assert (call.call_id, call.name) == ("call_weather_1", "get_weather")
