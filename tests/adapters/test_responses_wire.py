@@ -470,3 +470,25 @@ async def test_an_error_event_echoing_the_key_never_shows_it() -> None:
     result = await stream_body(sse(events))
     assert result.error is not None and result.error.code == "INVALID_REQUEST"
     assert KEY not in str(result.error) and KEY not in repr(result.error)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        b"event: response.output_text.delta\ndata: {}",
+        b"event: \ndata: {}",
+        b"event:x\ndata: {}",
+        b"event: a\ndata:{}",
+        b"event: a\ndata: one\ndata: two",
+        b"event: a\nid: 7\ndata: {}",
+        b"event: a:b\ndata: {\"k\": 1}",
+        b"event: a\n: comment\ndata: {}",
+        "event: é\ndata: 日本".encode(),
+    ],
+)
+def test_the_framings_named_event_fast_path_reads_what_the_full_parser_reads(block: bytes) -> None:
+    from chunkscope.adapters._core import SseDecoder
+
+    full: list[Any] = []
+    SseDecoder()._parse(block, full)
+    assert SseDecoder().feed(block + b"\n\n") == full
