@@ -262,6 +262,14 @@ def test_events_and_items_outside_the_vocabulary_are_ignored_and_counted() -> No
     assert translator.ignored_count == 5
 
 
+def test_a_done_marker_is_not_this_wires_end() -> None:
+    _, translator = translate(Events().created().message(0, "cut"))
+    assert translator.feed(("message", "[DONE]")) == [] and translator.ignored["[DONE]"] == 1
+    with pytest.raises(LlmError) as raised:
+        translator.end()
+    assert raised.value.code == "STREAM_CLOSED"
+
+
 def test_a_sequence_gap_is_malformed_after_the_output_before_it() -> None:
     events = Events().created().message(0, "Kept")
     events.sequence += 1  # one event lost
@@ -481,7 +489,7 @@ async def test_an_error_event_echoing_the_key_never_shows_it() -> None:
         b"event: a\ndata:{}",
         b"event: a\ndata: one\ndata: two",
         b"event: a\nid: 7\ndata: {}",
-        b"event: a:b\ndata: {\"k\": 1}",
+        b'event: a:b\ndata: {"k": 1}',
         b"event: a\n: comment\ndata: {}",
         "event: é\ndata: 日本".encode(),
     ],

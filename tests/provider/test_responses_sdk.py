@@ -152,3 +152,19 @@ async def test_the_non_streaming_answer_is_the_response_object(provider: LocalPr
     assert (call.call_id, call.name) == ("call_weather_1", "get_weather")
     assert call.arguments == '{"city": "Tokyo", "unit": "celsius"}'
     assert response.usage is not None and response.usage.output_tokens == 8
+
+
+async def test_the_tap_reads_a_responses_call_the_sdk_makes_through_it(provider: LocalProvider) -> None:
+    from chunkscope.tap import Tap
+
+    with Tap(upstream=provider.url) as tap:
+        async with openai.AsyncOpenAI(base_url=f"{tap.base_url}/v1", api_key="x", max_retries=0) as client:
+            stream = await client.responses.create(model="reasoning-text-tools", input=PROMPT, stream=True)
+            async for _ in stream:
+                pass
+        (call,) = tap.calls
+        assert call.wait(5) and call.wire == "responses" and call.result is not None
+    expected = SCENARIOS["reasoning-text-tools"].expected_for(PROMPT)
+    assert (call.result.text, call.result.reasoning) == (expected.text, expected.reasoning)
+    assert call.result.usage is not None and call.result.usage.to_dict() == expected.usage
+    assert call.result.violations == []

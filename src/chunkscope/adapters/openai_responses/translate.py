@@ -202,6 +202,9 @@ class ResponsesTranslator:
         data = event[1]
         if self.done or not data:
             return []
+        if data == "[DONE]":  # a chat-completions terminator some gateways append: not this wire's end
+            self.ignored["[DONE]"] += 1
+            return []
         try:
             obj, end = _scan_json(data, 0)
             if end != len(data) and data[end:].strip():
