@@ -299,6 +299,7 @@ def test_check_sequence_off_accepts_a_renumbering_gateway() -> None:
         ('{"type": "response.output_text.delta", "delta": "unterminated', "not JSON"),
         ("[" * 100_000 + "]" * 100_000, "not JSON"),
         ('["a list"]', "not an object"),
+        ('{"type": ["a", "list"], "sequence_number": 0}', "not a string"),
         ('{"type": "response.output_text.delta", "output_index": 7, "delta": "x"}', "never added"),
         ('{"type": "response.output_item.added", "output_index": "0", "item": {}}', "integer output_index"),
     ],

@@ -236,10 +236,12 @@ class ResponsesTranslator:
                     blocks = self.blocks
                     blocks.parts.append(delta)
                     return [trusted(TextDelta, {"type": "text-delta", "index": blocks.index, "text": delta})]
-        handler = _HANDLERS.get(kind) if type(kind) is str else None
+        if type(kind) is not str:
+            raise self._malformed(f"an event whose type is {type_phrase(kind)}, not a string")
+        handler = _HANDLERS.get(kind)
         if handler is None:
             if kind not in _QUIET:
-                self.ignored[str(kind)] += 1
+                self.ignored[kind] += 1
             return []
         try:
             handler(self, obj)
