@@ -47,8 +47,8 @@ _EXPORTS: dict[str, str] = {
         [
             "LlmAdapter", "GenerateOptions", "AbortController", "AbortSignal", "ModelInfo",
             "ReasoningInfo", "ReasoningEffort", "ToolSpec", "attribution_headers",
-            "OpenAICompatAdapter", "AnthropicAdapter", "BedrockAdapter", "ScriptedAdapter", "ReplayAdapter",
-            "RecordingAdapter",
+            "OpenAICompatAdapter", "AnthropicAdapter", "OpenAIResponsesAdapter", "BedrockAdapter",
+            "ScriptedAdapter", "ReplayAdapter", "RecordingAdapter",
         ],
         ".adapters",
     ),
@@ -161,6 +161,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters import LlmAdapter as LlmAdapter
     from .adapters import ModelInfo as ModelInfo
     from .adapters import OpenAICompatAdapter as OpenAICompatAdapter
+    from .adapters import OpenAIResponsesAdapter as OpenAIResponsesAdapter
     from .adapters import ReasoningEffort as ReasoningEffort
     from .adapters import ReasoningInfo as ReasoningInfo
     from .adapters import RecordingAdapter as RecordingAdapter

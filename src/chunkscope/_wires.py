@@ -89,6 +89,17 @@ WIRE_FACTS: dict[str, WireFacts] = {
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
         ),
         WireFacts(
+            name="responses",
+            title="OpenAI Responses",
+            label="OpenAI Responses",
+            key_variables=("OPENAI_API_KEY",),
+            provider="openai",
+            base_path="/v1",
+            dialects=("several-output-items", "summary-parts", "reasoning-text"),
+            withheld_code="CONTENT_FILTER",  # response.incomplete, reason content_filter
+            request_path="/responses",
+        ),
+        WireFacts(
             name="bedrock",
             title="AWS Bedrock ConverseStream",
             label="Bedrock",

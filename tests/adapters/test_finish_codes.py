@@ -20,6 +20,7 @@ from chunkscope.adapters import turn_paused
 from chunkscope.adapters._finish import FINISH_CODES
 from chunkscope.adapters.anthropic.translate import AnthropicTranslator, map_stop_reason
 from chunkscope.adapters.openai_compat.translate import map_finish_reason
+from chunkscope.adapters.wires import WIRES as WIRE_TABLE
 from chunkscope.protocol import check, collect
 from chunkscope.protocol._errors import (
     ERROR_CODES,
@@ -39,7 +40,7 @@ from _anthropic_events import (  # isort: skip
     text_start,
 )
 
-WIRES = ("openai", "anthropic", "bedrock")
+WIRES = tuple(WIRE_TABLE)
 
 
 def _codes_of(result: Any) -> list[str]:
@@ -52,11 +53,12 @@ def _codes_of(result: Any) -> list[str]:
 
 
 def _adapter(wire: str, provider: LocalProvider, client: httpx.AsyncClient, idle: float) -> cs.LlmAdapter:
-    if wire == "openai":
-        return cs.OpenAICompatAdapter(provider.base_url, "sk-local", http_client=client, idle_timeout=idle)
-    if wire == "bedrock":
-        return cs.BedrockAdapter(provider.url, "sk-local", http_client=client, idle_timeout=idle)
-    return cs.AnthropicAdapter(provider.url, "sk-local", http_client=client, idle_timeout=idle)
+    row = WIRE_TABLE[wire]
+    adapter: Any = row.adapter  # every built-in adapter takes these arguments (the wire table says so)
+    built: cs.LlmAdapter = adapter(
+        base_url=row.base_url(provider.url), api_key="sk-local", http_client=client, idle_timeout=idle
+    )
+    return built
 
 
 async def test_every_scenario_on_every_wire_emits_only_registered_codes() -> None:

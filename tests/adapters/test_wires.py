@@ -35,5 +35,7 @@ async def test_each_wire_reaches_the_local_provider_at_the_base_url_its_table_ro
 
 
 def test_an_unknown_wire_is_a_clear_error_naming_the_wires() -> None:
-    with pytest.raises(ValueError, match="unknown wire 'grpc': the wires are 'openai', 'anthropic'"):
+    with pytest.raises(
+        ValueError, match="unknown wire 'grpc': the wires are 'openai', 'anthropic', 'responses'"
+    ):
         wire_named("grpc")

@@ -19,6 +19,7 @@ from chunkscope.adapters import (
     GenerateOptions,
     LlmAdapter,
     OpenAICompatAdapter,
+    OpenAIResponsesAdapter,
 )
 from chunkscope.conformance_kit import (
     ABORT_CASE,
@@ -44,6 +45,10 @@ def anthropic_factory(base_url: str, api_key: str) -> AnthropicAdapter:
     return AnthropicAdapter(base_url, api_key, idle_timeout=IDLE)
 
 
+def responses_factory(base_url: str, api_key: str) -> OpenAIResponsesAdapter:
+    return OpenAIResponsesAdapter(base_url, api_key, idle_timeout=IDLE)
+
+
 @pytest.fixture(scope="module")
 def skeleton_report() -> ConformanceReport:
     return conformance(make_skeleton, wire="openai")
@@ -55,7 +60,12 @@ def bedrock_factory(base_url: str, api_key: str) -> BedrockAdapter:
 
 @pytest.mark.parametrize(
     ("wire", "factory"),
-    [("openai", openai_factory), ("anthropic", anthropic_factory), ("bedrock", bedrock_factory)],
+    [
+        ("openai", openai_factory),
+        ("anthropic", anthropic_factory),
+        ("responses", responses_factory),
+        ("bedrock", bedrock_factory),
+    ],
 )
 @pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_both_builtin_adapters_conform_on_every_scenario_of_their_wire(wire: str, factory: Any) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.provider import SCENARIOS, get_scenario
 from chunkscope.provider._scenarios import LONG_DEFAULT_TOKENS
 
@@ -32,7 +33,7 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
         assert scenario.fault == name.startswith("fault-")
         if scenario.fault:
             assert scenario.expected_codes is not None
-            assert set(scenario.expected_codes) == {"openai", "anthropic", "bedrock"}
+            assert set(scenario.expected_codes) == set(WIRE_FACTS)
         else:
             assert scenario.expected_codes is None
 
@@ -195,18 +196,22 @@ def test_dialect_scenarios_belong_to_their_own_wires_matrix_only() -> None:
         "dialect-xai-usage": ("openai",),
         "dialect-done-no-blank-line": ("openai",),
         "dialect-usage-iterations": ("anthropic",),
+        "dialect-several-output-items": ("responses",),
+        "dialect-summary-parts": ("responses",),
+        "dialect-reasoning-text": ("responses",),
     }
-    assert SCENARIOS["text"].wires == ("openai", "anthropic", "bedrock")
+    assert SCENARIOS["text"].wires == tuple(WIRE_FACTS)
 
 
 def test_documented_fault_codes() -> None:
     codes = {name: s.expected_codes for name, s in SCENARIOS.items() if s.fault}
-    every = ("openai", "anthropic", "bedrock")
     assert codes["fault-content-filter"] == {
         "openai": "CONTENT_FILTER",
         "anthropic": "REFUSAL",
+        "responses": "CONTENT_FILTER",
         "bedrock": "CONTENT_FILTER",
     }
+    every = tuple(WIRE_FACTS)
     assert codes["fault-429"] == dict.fromkeys(every, "RATE_LIMIT")
     assert codes["fault-context"] == dict.fromkeys(every, "CONTEXT_WINDOW_EXCEEDED")
     assert codes["fault-stall"] == dict.fromkeys(every, "TIMEOUT")

@@ -2,8 +2,8 @@
 
 ``LlmAdapter`` turns ``GenerateOptions`` into an async stream of StreamChunk
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
-``AnthropicAdapter`` the Anthropic Messages API, ``BedrockAdapter`` AWS Bedrock
-ConverseStream; ``ScriptedAdapter``,
+``AnthropicAdapter`` the Anthropic Messages API, ``OpenAIResponsesAdapter`` the OpenAI
+Responses API, ``BedrockAdapter`` AWS Bedrock ConverseStream; ``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
 teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
 wrap another and change only its stream. ``error_code`` is the one failure table
@@ -17,8 +17,9 @@ redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
-same on every wire), ``openai_compat/``, ``anthropic/`` and ``bedrock/`` (each ``adapter``,
-``request``, ``translate``), ``_wrapping``, ``scripted``, ``recording``.
+same on every wire), one folder per wire — ``openai_compat/``, ``anthropic/``,
+``openai_responses/``, ``bedrock/`` (each ``adapter``, ``request``, ``translate``) —,
+``_wrapping``, ``scripted``, ``recording``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "LlmAdapter",
     "ModelInfo",
     "OpenAICompatAdapter",
+    "OpenAIResponsesAdapter",
     "ReasoningEffort",
     "ReasoningInfo",
     "RecordingAdapter",
@@ -76,6 +78,7 @@ __all__ = [
 _LAZY = {
     "OpenAICompatAdapter": ".openai_compat",
     "AnthropicAdapter": ".anthropic",
+    "OpenAIResponsesAdapter": ".openai_responses",
     "BedrockAdapter": ".bedrock",
     "ScriptedAdapter": ".scripted",
     "RecordingAdapter": ".recording",
@@ -96,5 +99,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .anthropic import AnthropicAdapter
     from .bedrock import BedrockAdapter
     from .openai_compat import OpenAICompatAdapter
+    from .openai_responses import OpenAIResponsesAdapter
     from .recording import RecordingAdapter, ReplayAdapter
     from .scripted import ScriptedAdapter

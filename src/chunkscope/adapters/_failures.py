@@ -48,6 +48,7 @@ from chunkscope.protocol import LlmError
 
 __all__ = [
     "MAX_CAUSE_CHARS",
+    "ERROR_OBJECT_CODES",
     "MAX_MESSAGE_CHARS",
     "ProviderErrorBody",
     "bounded",
@@ -161,6 +162,37 @@ _TYPE_CODES: tuple[tuple[str, str], ...] = (
     ("quotaexceeded", "QUOTA"),
     ("serviceunavailable", "SERVER"),
 )
+
+
+# An error object's ``code`` field (exact) → code: the OpenAI Responses wire names its failures
+# by code (the ``error`` event, ``response.failed``'s ``response.error``), and its vocabulary
+# has names the wording rules would misread (``invalid_prompt`` says nothing of a request).
+ERROR_OBJECT_CODES: dict[str, str] = {
+    "rate_limit_exceeded": "RATE_LIMIT",
+    "insufficient_quota": "QUOTA",
+    "server_error": "SERVER",
+    "vector_store_timeout": "SERVER",
+    "context_length_exceeded": "CONTEXT_WINDOW_EXCEEDED",
+    "invalid_prompt": "INVALID_REQUEST",
+    "data_residency_mismatch": "INVALID_REQUEST",
+    "invalid_image": "INVALID_REQUEST",
+    "invalid_image_format": "INVALID_REQUEST",
+    "invalid_base64_image": "INVALID_REQUEST",
+    "invalid_image_url": "INVALID_REQUEST",
+    "image_too_large": "INVALID_REQUEST",
+    "image_too_small": "INVALID_REQUEST",
+    "image_parse_error": "INVALID_REQUEST",
+    "invalid_image_mode": "INVALID_REQUEST",
+    "image_file_too_large": "INVALID_REQUEST",
+    "unsupported_image_media_type": "INVALID_REQUEST",
+    "empty_image_file": "INVALID_REQUEST",
+    "failed_to_download_image": "INVALID_REQUEST",
+    "image_file_not_found": "INVALID_REQUEST",
+    "image_content_policy_violation": "CONTENT_FILTER",
+    "bio_policy": "CONTENT_FILTER",
+    "misalignment_policy_violation": "CONTENT_FILTER",
+}
+"""An error object's ``code`` → its registered code, before any other rule (exact match)."""
 
 
 def error_code(status: int | None, *, detail: str = "", error_type: str | None = None) -> str:

@@ -31,12 +31,17 @@ from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
 from .openai_compat.translate import OpenAITranslator
 from .openai_compat.translate import read_whole as openai_whole
+from .openai_responses import OpenAIResponsesAdapter
+from .openai_responses.request import sent_options as responses_sent
+from .openai_responses.translate import ResponsesTranslator
+from .openai_responses.translate import read_whole as responses_whole
 
 __all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
 
 _ADAPTERS: dict[str, tuple[Any, ...]] = {
     "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
     "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
+    "responses": (OpenAIResponsesAdapter, responses_sent, ResponsesTranslator, responses_whole),
     "bedrock": (BedrockAdapter, bedrock_sent, BedrockTranslator, bedrock_whole),
 }
 

@@ -645,7 +645,8 @@ def _body_problems(request: ReceivedRequest, body: dict[str, Any], model: str, w
         problems.append(f"send model {model!r} (sent {request.model!r})")
     if not PROVIDER_WIRES[wire].streamed(request.path, body):
         problems.append('ask for a stream ("stream": true, or the wire\'s streaming route)')
-    if PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
+    # Anywhere in the body: each wire names its conversation differently (messages, input, contents).
+    if PROMPT not in json.dumps(body, ensure_ascii=False):
         problems.append("send the caller's messages (the user's text is missing)")
     return problems
 

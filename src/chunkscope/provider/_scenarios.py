@@ -655,6 +655,37 @@ _SCENARIO_LIST: list[Scenario] = [
             dialect="usage-iterations",
         ),
     ),
+    # --- dialects of the OpenAI Responses wire ---
+    _reply(
+        "dialect-several-output-items",
+        "reasoning, then text said in two message output items (one text block each on the Responses wire)",
+        _script(
+            *_reasonings("Plan", " the", " answer."),
+            *_texts("First", " item.", " Second", " item."),
+            Finish("stop"),
+            dialect="several-output-items",
+        ),
+    ),
+    _reply(
+        "dialect-summary-parts",
+        "a reasoning summary in two summary parts (a reasoning block each on the Responses wire), then text",
+        _script(
+            *_reasonings("Part", " one.", " Part", " two."),
+            *_texts("Summed", " up."),
+            Finish("stop"),
+            dialect="summary-parts",
+        ),
+    ),
+    _reply(
+        "dialect-reasoning-text",
+        "reasoning as response.reasoning_text.delta (the full reasoning, not a summary), then text",
+        _script(
+            *_reasonings("Raw", " reasoning", " text."),
+            *_texts("Answer", " given."),
+            Finish("stop"),
+            dialect="reasoning-text",
+        ),
+    ),
     # --- faults ---
     _http_fault(
         "fault-401",

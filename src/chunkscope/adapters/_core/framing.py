@@ -92,10 +92,22 @@ class SseDecoder:
                     f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes"
                 )
                 return events
-            # The common event, one ``data: `` line, takes no line parsing at all.
-            if block.startswith(b"data: ") and b"\n" not in block:
-                events.append(("message", block[6:].decode("utf-8", "replace")))
-            elif block:
+            # The common events take no line parsing at all: one ``data: `` line, or one
+            # ``event: `` line and one ``data: `` line (Anthropic, Responses).
+            cut = block.find(b"\n")
+            if cut < 0:
+                if block.startswith(b"data: "):
+                    events.append(("message", block[6:].decode("utf-8", "replace")))
+                    continue
+            elif (
+                block.startswith(b"event: ")
+                and block.startswith(b"\ndata: ", cut)
+                and block.find(b"\n", cut + 1) < 0
+            ):
+                name = block[7:cut].decode("utf-8", "replace") or "message"
+                events.append((name, block[cut + 7 :].decode("utf-8", "replace")))
+                continue
+            if block:
                 self._parse(block, events)
         return events
 

@@ -1,6 +1,6 @@
 """The local provider's wires: one module per wire, joined to the neutral wire table.
 
-Each module (``openai``, ``anthropic``) renders a neutral script in its wire's shapes and
+Each module (``openai``, ``anthropic``, ``responses``) renders a neutral script in its wire's shapes and
 says how its errors look; ``PROVIDER_WIRES`` joins it to its row of ``chunkscope._wires``
 with the routes the provider serves for it, and ``_app.build_app`` builds its routes from
 this table. Nothing here imports the adapters the provider judges.
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..._wires import WIRE_FACTS, WireFacts
 from .._scenarios import HttpFault, Script
-from . import anthropic, bedrock, openai
+from . import anthropic, bedrock, openai, responses
 from ._conversation import chat_conversation
 from ._frames import Frame
 
@@ -100,6 +100,17 @@ def _rows() -> Iterator[ProviderWire]:
         whole=anthropic.whole,
         in_stream_error=anthropic.IN_STREAM_ERROR,
         fault_body=lambda fault: fault.anthropic_body,
+    )
+    yield ProviderWire(
+        WIRE_FACTS["responses"],
+        routes=("/v1/responses", "/responses"),
+        not_found_type="invalid_request_error",
+        error_body=responses.error_body,
+        stream=responses.stream,
+        whole=responses.whole,
+        in_stream_error=responses.IN_STREAM_ERROR,
+        fault_body=lambda fault: fault.openai_body,  # the Responses API's errors are OpenAI-shaped
+        conversation=responses.conversation,
     )
     yield ProviderWire(
         WIRE_FACTS["bedrock"],

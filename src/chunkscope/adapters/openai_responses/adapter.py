@@ -1,0 +1,135 @@
+"""``OpenAIResponsesAdapter``: the OpenAI Responses API as a StreamChunk stream.
+
+``POST {base_url}/responses`` with ``stream: true`` and ``store: false`` (``base_url`` as the
+official SDK takes it: ``https://api.openai.com/v1``, ``LocalProvider().base_url``). The body
+comes from ``request.py``, the translation from ``translate.py``; credential, guard, limits
+and failures are the shared SSE core (``_core.SseAdapter``).
+
+Failures are ``LlmError`` with the codes of docs/protocol.md §4: an error answer by its status
+and body (OpenAI-shaped, the one table of ``_failures``), an ``error`` event inside the stream
+by its ``code`` (``rate_limit_exceeded`` → ``RATE_LIMIT``, ``insufficient_quota`` → ``QUOTA``,
+``server_error`` → ``SERVER``, ``context_length_exceeded`` → ``CONTEXT_WINDOW_EXCEEDED``,
+``invalid_prompt`` → ``INVALID_REQUEST`` …), ``STREAM_CLOSED`` without a terminal response.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
+from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
+from .request import build_body
+from .translate import ResponsesTranslator
+
+__all__ = ["RESPONSES_EFFORTS", "RESPONSES_MODELS", "OpenAIResponsesAdapter"]
+
+_LEVELS = (
+    ReasoningEffort("low", "Low"),
+    ReasoningEffort("medium", "Medium"),
+    ReasoningEffort("high", "High"),
+)
+
+RESPONSES_EFFORTS = ReasoningInfo(
+    (ReasoningEffort("off", "Off", "reasoning.effort none"), ReasoningEffort("minimal", "Minimal"), *_LEVELS)
+)
+"""The efforts of a GPT-5 model: ``off`` sends ``reasoning.effort: none``, the others their id."""
+
+_O_SERIES_EFFORTS = ReasoningInfo(_LEVELS)
+"""The o-series models reason always: no ``off``."""
+
+RESPONSES_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo("gpt-5*", "GPT-5", reasoning=RESPONSES_EFFORTS),
+    ModelInfo("o1*", "o1", reasoning=_O_SERIES_EFFORTS),
+    ModelInfo("o3*", "o3", reasoning=_O_SERIES_EFFORTS),
+    ModelInfo("o4*", "o4", reasoning=_O_SERIES_EFFORTS),
+)
+"""The default model table. An id ending in ``*`` matches every model id with that prefix."""
+
+
+class OpenAIResponsesAdapter(SseAdapter):
+    """Streams the OpenAI Responses API (``POST {base_url}/responses``) as StreamChunks.
+
+    ``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable, read when a stream
+    starts; none is ``MISSING_CREDENTIAL``, one no header can carry ``INVALID_CREDENTIAL``
+    (both before any I/O); the key never appears in the repr, errors or logs. ``http_client``
+    is used as given (the caller closes it), else the adapter owns one (``aclose()`` /
+    ``async with``). ``idle_timeout`` / ``total_timeout`` (seconds, None = none) bound the
+    silence and the whole call (``TIMEOUT``); ``models`` replaces the model table
+    (``RESPONSES_MODELS``: GPT-5 models with ``off``…``high``, o-series with low…high);
+    ``check_sequence=False`` accepts a stream whose ``sequence_number`` has gaps (a gateway
+    that filters events); ``max_event_bytes`` / ``max_body_bytes`` bound one event and the
+    body. The wire has no stop sequences: ``stop`` is ``UNSUPPORTED_OPTION``.
+    """
+
+    provider = "openai"
+    supported_options = frozenset(OPTIONAL_OPTIONS) - {"stop"}
+    path = "/responses"
+    api_name = "Responses API"
+    default_api_key_env = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        idle_timeout: float | None = 60.0,
+        total_timeout: float | None = None,
+        models: Sequence[ModelInfo] | None = None,
+        headers: Mapping[str, str] | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        check_sequence: bool = True,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            http_client=http_client,
+            idle_timeout=idle_timeout,
+            total_timeout=total_timeout,
+            headers=headers,
+            api_key_env=api_key_env,
+            max_event_bytes=max_event_bytes,
+            max_body_bytes=max_body_bytes,
+        )
+        self.check_sequence = check_sequence
+        self._models = tuple(RESPONSES_MODELS if models is None else models)
+
+    # -- models --
+
+    def models(self) -> list[ModelInfo]:
+        """The exact (non-pattern) entries of the model table."""
+        return [m for m in self._models if not m.id.endswith("*")]
+
+    def model_info(self, model: str) -> ModelInfo | None:
+        """The table entry for ``model``: an exact id first, else the longest matching ``prefix*``."""
+        best: ModelInfo | None = None
+        for info in self._models:
+            if info.id == model:
+                return info
+            if (
+                info.id.endswith("*")
+                and model.startswith(info.id[:-1])
+                and (best is None or len(info.id) > len(best.id))
+            ):
+                best = info
+        return dataclasses.replace(best, id=model) if best is not None else None
+
+    # -- the wire --
+
+    def request_body(self, options: GenerateOptions) -> dict[str, Any]:
+        """The JSON body ``stream()`` sends for ``options`` (for inspection and tests)."""
+        return build_body(options, self.model_info(options.model))
+
+    def wire_headers(self, key: str) -> dict[str, str]:
+        """``Authorization: Bearer <key>``."""
+        return {"Authorization": f"Bearer {key}"}
+
+    def translator(self, secrets: tuple[str, ...]) -> ResponsesTranslator:
+        """A fresh translator for one response."""
+        return ResponsesTranslator(self._label, secrets, check_sequence=self.check_sequence)
