@@ -15,6 +15,7 @@ import httpx
 import pytest
 from _provider_wire_reader import fold_openai, parse_sse
 
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.provider import LocalProvider
 
 HELLO = "Hello! I am the chunkscope local provider."
@@ -179,8 +180,10 @@ def test_chunkscope_serve_starts_and_answers() -> None:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}" in first
-        banner = first + "".join(proc.stdout.readline() for _ in range(4))
+        banner = first + "".join(proc.stdout.readline() for _ in range(len(WIRE_FACTS) + 2))
         assert "fault-stall" in banner and f"http://127.0.0.1:{port}/v1" in banner
+        for facts in WIRE_FACTS.values():  # each wire's base URL, by its label
+            assert f"{facts.label} base_url:" in banner, facts.name
         response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=chat("text"), timeout=10)
         assert fold_openai(parse_sse(response.text)).text == HELLO
     finally:

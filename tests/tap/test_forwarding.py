@@ -11,6 +11,7 @@ import pytest
 from _tap_helpers import ANTHROPIC_AUTH, AUTH, KEY, anthropic_body, normalised, stream_body
 
 import chunkscope as cs
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.tap import WIRES, Tap, detect_wire
 
 
@@ -103,14 +104,19 @@ def test_the_recording_replays_with_the_calls_chunks_at_their_times(tap: Tap) ->
 
 
 def test_the_wire_is_detected_by_a_table_or_fixed(provider: cs.LocalProvider) -> None:
-    assert [w.name for w in WIRES] == ["openai", "anthropic", "responses"]
+    assert [w.name for w in WIRES] == list(WIRE_FACTS)  # every wire of the table, in its order
     assert detect_wire("/v1/chat/completions").name == "openai"  # type: ignore[union-attr]
     assert detect_wire("/chat/completions").name == "openai"  # type: ignore[union-attr]
     assert detect_wire("/v1/messages").name == "anthropic"  # type: ignore[union-attr]
     assert detect_wire("/v1/responses").name == "responses"  # type: ignore[union-attr]
+    bedrock = detect_wire("/model/us.anthropic.claude-sonnet-4%3A0/converse-stream")
+    assert bedrock is not None and bedrock.name == "bedrock"
+    assert bedrock.model_of("/model/us.anthropic.claude-sonnet-4%3A0/converse-stream") == (
+        "us.anthropic.claude-sonnet-4:0"
+    )
     assert detect_wire("/v1/models") is None
-    with pytest.raises(ValueError, match="unknown wire 'gemini'"):
-        Tap(upstream=provider.url, wire="gemini")
+    with pytest.raises(ValueError, match="unknown wire 'grpc'"):
+        Tap(upstream=provider.url, wire="grpc")
 
 
 def test_an_unknown_path_is_forwarded_unparsed(provider: cs.LocalProvider, tap: Tap) -> None:

@@ -42,13 +42,13 @@ OFF_EFFORT = "none"
 def sent_options(body: dict[str, Any]) -> SentOptions:
     """The options a Responses body carries: ``instructions`` and the system and developer
     messages of ``input``, no stop sequences (the wire has none), the names of the function
-    ``tools``, ``max_output_tokens``."""
+    ``tools``, ``max_output_tokens``, ``temperature``."""
     items = listed(body.get("input"))
     system = [body.get("instructions")] + [
         m for m in items if isinstance(m, dict) and m.get("role") in ("system", "developer")
     ]
     tools = [t.get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
-    return SentOptions(system, [], tools, body.get("max_output_tokens"))
+    return SentOptions(system, [], tools, body.get("max_output_tokens"), body.get("temperature"))
 
 
 def build_body(options: GenerateOptions, info: ModelInfo | None = None) -> dict[str, Any]:
