@@ -81,6 +81,17 @@ WIRE_FACTS: dict[str, WireFacts] = {
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
         ),
+        WireFacts(
+            name="gemini",
+            title="Google Gemini",
+            label="Gemini",
+            key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            provider="google",  # genai-prices' provider id for Gemini models
+            base_path="",  # the root: google-genai's base_url, to which it appends /v1beta/models/…
+            dialects=("partial-args", "crlf-framing"),
+            withheld_code="CONTENT_FILTER",  # finishReason SAFETY
+            request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
+        ),
     )
 }
 """Every wire, by name, in the order help texts and banners list them."""

@@ -2,7 +2,7 @@
 
 ``LlmAdapter`` turns ``GenerateOptions`` into an async stream of StreamChunk
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
-``AnthropicAdapter`` the Anthropic Messages API; ``ScriptedAdapter``,
+``AnthropicAdapter`` the Anthropic Messages API, ``GeminiAdapter`` Google Gemini; ``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
 teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
 wrap another and change only its stream. ``error_code`` is the one failure table
@@ -16,7 +16,7 @@ redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
-same on every wire), ``openai_compat/`` and ``anthropic/`` (each ``adapter``,
+same on every wire), ``openai_compat/``, ``anthropic/`` and ``gemini/`` (each ``adapter``,
 ``request``, ``translate``), ``_wrapping``, ``scripted``, ``recording``.
 """
 
@@ -50,6 +50,7 @@ __all__ = [
     "AbortController",
     "AbortSignal",
     "AnthropicAdapter",
+    "GeminiAdapter",
     "GenerateOptions",
     "LlmAdapter",
     "ModelInfo",
@@ -74,6 +75,7 @@ __all__ = [
 _LAZY = {
     "OpenAICompatAdapter": ".openai_compat",
     "AnthropicAdapter": ".anthropic",
+    "GeminiAdapter": ".gemini",
     "ScriptedAdapter": ".scripted",
     "RecordingAdapter": ".recording",
     "ReplayAdapter": ".recording",
@@ -91,6 +93,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from .anthropic import AnthropicAdapter
+    from .gemini import GeminiAdapter
     from .openai_compat import OpenAICompatAdapter
     from .recording import RecordingAdapter, ReplayAdapter
     from .scripted import ScriptedAdapter

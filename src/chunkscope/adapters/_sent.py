@@ -20,12 +20,14 @@ class SentOptions(NamedTuple):
         stops: the stop sequences sent.
         tool_names: the names of the tools offered.
         max_tokens: the output limit sent, as found (None when absent).
+        temperature: the temperature sent, as found (None when absent; a wire may nest it).
     """
 
     system: Any
     stops: list[Any]
     tool_names: list[Any]
     max_tokens: Any
+    temperature: Any = None
 
 
 def listed(value: Any) -> list[Any]:

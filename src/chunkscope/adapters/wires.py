@@ -21,6 +21,10 @@ from .anthropic import AnthropicAdapter
 from .anthropic.request import sent_options as anthropic_sent
 from .anthropic.translate import AnthropicTranslator
 from .anthropic.translate import read_whole as anthropic_whole
+from .gemini import GeminiAdapter
+from .gemini.request import sent_options as gemini_sent
+from .gemini.translate import GeminiTranslator
+from .gemini.translate import read_whole as gemini_whole
 from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
 from .openai_compat.translate import OpenAITranslator
@@ -31,6 +35,7 @@ __all__ = ["DEFAULT_WIRE", "WIRES", "Wire", "wire_named"]
 _ADAPTERS: dict[str, tuple[Any, ...]] = {
     "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
     "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
+    "gemini": (GeminiAdapter, gemini_sent, GeminiTranslator, gemini_whole),
 }
 
 

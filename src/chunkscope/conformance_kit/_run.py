@@ -28,6 +28,7 @@ from chunkscope.adapters.wires import WIRES
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
 from chunkscope.protocol._words import plural
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
+from chunkscope.provider.wires import PROVIDER_WIRES
 
 from ._errors import ConformanceError
 from ._report import CaseResult, CheckResult
@@ -621,7 +622,7 @@ def _request_problems(
     body = request.body
     if not isinstance(body, dict):
         return [*problems, "send a JSON object body"]
-    problems.extend(_body_problems(body, model))
+    problems.extend(_body_problems(wire, request, body, model))
     problems.extend(_option_problems(_sent_options(wire, body), body, supported))
     return problems
 
@@ -636,14 +637,16 @@ def _attribution_problems(request: ReceivedRequest) -> list[str]:
     ]
 
 
-def _body_problems(body: dict[str, Any], model: str) -> list[str]:
-    """What every request body needs on any wire: the model, the stream flag, the caller's messages."""
+def _body_problems(wire: str, request: ReceivedRequest, body: dict[str, Any], model: str) -> list[str]:
+    """What every request needs on any wire: the model, a stream, the caller's messages, each
+    where the wire carries it (the provider's wire row reads them: body or path)."""
+    served = PROVIDER_WIRES[wire]
     problems = []
-    if body.get("model") != model:
-        problems.append(f"send model {model!r} (sent {body.get('model')!r})")
-    if body.get("stream") is not True:
-        problems.append('ask for a stream ("stream": true)')
-    if PROMPT not in json.dumps(body.get("messages"), ensure_ascii=False):
+    if request.model != model:
+        problems.append(f"send model {model!r} (sent {request.model!r})")
+    if not served.streamed(request.path, body):
+        problems.append('ask for a stream ("stream": true, or the wire\'s streaming method)')
+    if PROMPT not in served.conversation(body)[0]:
         problems.append("send the caller's messages (the user's text is missing)")
     return problems
 
@@ -656,6 +659,7 @@ class _SentOptions:
     stop_sent: bool
     tool_names: list[Any]
     max_tokens: Any
+    temperature: Any
 
 
 def _sent_options(wire: str, body: dict[str, Any]) -> _SentOptions:
@@ -663,7 +667,7 @@ def _sent_options(wire: str, body: dict[str, Any]) -> _SentOptions:
     sent = WIRES[wire].sent(body)
     return _SentOptions(
         _SYSTEM in json.dumps(sent.system, ensure_ascii=False), _STOP in sent.stops, sent.tool_names,
-        sent.max_tokens,
+        sent.max_tokens, sent.temperature,
     )
 
 
@@ -673,8 +677,8 @@ def _option_problems(sent: _SentOptions, body: dict[str, Any], supported: frozen
         ("system", sent.system_sent, "send the system prompt"),
         (
             "temperature",
-            body.get("temperature") == _TEMPERATURE,
-            f"send temperature {_TEMPERATURE} (sent {body.get('temperature')!r})",
+            sent.temperature == _TEMPERATURE,
+            f"send temperature {_TEMPERATURE} (sent {sent.temperature!r})",
         ),
         (
             "max_tokens",

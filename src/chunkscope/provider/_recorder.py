@@ -68,13 +68,17 @@ class ReceivedRequest:
     ended: float | None = None
     """``time.monotonic()`` when the exchange ended (see ``outcome``), None while it runs."""
     outcome: Outcome | None = None
+    path_params: dict[str, str] = field(default_factory=dict)
+    """The route's path parameters (``{model}`` on a wire that names the model in the path)."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def model(self) -> str | None:
-        """The body's ``model``, if any."""
+        """The body's ``model``, else the route's ``{model}`` path parameter, if any."""
         body = self.body
         value = body.get("model") if isinstance(body, dict) else None
+        if value is None:
+            value = self.path_params.get("model")
         return value if isinstance(value, str) else None
 
     def wait_ended(self, timeout: float) -> bool:
@@ -160,6 +164,10 @@ class RequestLog:
                 nonlocal responded
                 if message.get("type") == "http.response.start":
                     record.status = int(message.get("status", 0))
+                    # The router has matched by now and put its path parameters in the scope.
+                    params = scope.get("path_params")
+                    if isinstance(params, dict):
+                        record.path_params = {str(k): str(v) for k, v in params.items()}
                 await send(message)
                 if message.get("type") == "http.response.body" and not message.get("more_body", False):
                     responded = True

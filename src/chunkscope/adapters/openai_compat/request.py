@@ -29,7 +29,8 @@ def sent_options(body: dict[str, Any]) -> SentOptions:
     stop = body.get("stop")
     tools = [t.get("function", {}).get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    return SentOptions(system, [stop] if isinstance(stop, str) else listed(stop), tools, max_tokens)
+    stops = [stop] if isinstance(stop, str) else listed(stop)
+    return SentOptions(system, stops, tools, max_tokens, body.get("temperature"))
 
 
 def build_body(options: GenerateOptions, info: ModelInfo | None = None) -> dict[str, Any]:
