@@ -21,6 +21,7 @@ ALLOWED = (
     "adapters/wires.py",  # the table joined to its adapters
     "adapters/openai_compat/",  # the openai wire's own folder
     "adapters/anthropic/",  # the anthropic wire's own folder
+    "adapters/gemini/",  # the gemini wire's own folder
     "provider/wires/",  # the provider's module per wire and its routes
 )
 """Where a wire's name may be written."""

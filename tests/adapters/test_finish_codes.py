@@ -18,6 +18,7 @@ from fault_matrix import idle_timeout_for
 import chunkscope as cs
 from chunkscope.adapters import turn_paused
 from chunkscope.adapters._finish import FINISH_CODES
+from chunkscope.adapters.wires import WIRES as WIRE_TABLE
 from chunkscope.adapters.anthropic.translate import AnthropicTranslator, map_stop_reason
 from chunkscope.adapters.openai_compat.translate import map_finish_reason
 from chunkscope.protocol import check, collect
@@ -39,7 +40,7 @@ from _anthropic_events import (  # isort: skip
     text_start,
 )
 
-WIRES = ("openai", "anthropic")
+WIRES = tuple(WIRE_TABLE)
 
 
 def _codes_of(result: Any) -> list[str]:
@@ -52,9 +53,11 @@ def _codes_of(result: Any) -> list[str]:
 
 
 def _adapter(wire: str, provider: LocalProvider, client: httpx.AsyncClient, idle: float) -> cs.LlmAdapter:
-    if wire == "openai":
-        return cs.OpenAICompatAdapter(provider.base_url, "sk-local", http_client=client, idle_timeout=idle)
-    return cs.AnthropicAdapter(provider.url, "sk-local", http_client=client, idle_timeout=idle)
+    row = WIRE_TABLE[wire]
+    built: cs.LlmAdapter = row.adapter(  # type: ignore[call-arg]
+        base_url=row.base_url(provider.url), api_key="sk-local", http_client=client, idle_timeout=idle
+    )
+    return built
 
 
 async def test_every_scenario_on_every_wire_emits_only_registered_codes() -> None:

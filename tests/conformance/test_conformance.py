@@ -15,6 +15,7 @@ import chunkscope as cs
 from chunkscope.adapters import (
     OPTIONAL_OPTIONS,
     AnthropicAdapter,
+    GeminiAdapter,
     GenerateOptions,
     LlmAdapter,
     OpenAICompatAdapter,
@@ -43,12 +44,19 @@ def anthropic_factory(base_url: str, api_key: str) -> AnthropicAdapter:
     return AnthropicAdapter(base_url, api_key, idle_timeout=IDLE)
 
 
+def gemini_factory(base_url: str, api_key: str) -> GeminiAdapter:
+    return GeminiAdapter(base_url, api_key, idle_timeout=IDLE)
+
+
 @pytest.fixture(scope="module")
 def skeleton_report() -> ConformanceReport:
     return conformance(make_skeleton, wire="openai")
 
 
-@pytest.mark.parametrize(("wire", "factory"), [("openai", openai_factory), ("anthropic", anthropic_factory)])
+@pytest.mark.parametrize(
+    ("wire", "factory"),
+    [("openai", openai_factory), ("anthropic", anthropic_factory), ("gemini", gemini_factory)],
+)
 @pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_both_builtin_adapters_conform_on_every_scenario_of_their_wire(wire: str, factory: Any) -> None:
     report = conformance(factory, wire=wire)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from chunkscope._wires import WIRE_FACTS
 from chunkscope.provider import SCENARIOS, get_scenario
 from chunkscope.provider._scenarios import LONG_DEFAULT_TOKENS
 
@@ -32,7 +33,7 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
         assert scenario.fault == name.startswith("fault-")
         if scenario.fault:
             assert scenario.expected_codes is not None
-            assert set(scenario.expected_codes) == {"openai", "anthropic"}
+            assert set(scenario.expected_codes) == set(WIRE_FACTS)
         else:
             assert scenario.expected_codes is None
 
@@ -136,6 +137,21 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
             {"inputTokens": 3012, "outputTokens": 182},
             "stop",
         ),
+        (
+            "dialect-partial-args",
+            "Looking it up.",
+            "",
+            [
+                (
+                    "get_forecast",
+                    '{"city": "San Francisco", "days": 3, "hourly": true, '
+                    '"units": {"temp": "celsius", "wind": "km/h"}, "alerts": ["rain", null]}',
+                )
+            ],
+            {"inputTokens": 12, "outputTokens": 6},
+            "tool-calls",
+        ),
+        ("dialect-crlf-framing", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
         ("fault-cut-before-usage", "Hello! I", "", [], None, None),
         ("fault-malformed", "Hello!", "", [], None, None),
         ("fault-truncated", "Hello! I", "", [], None, None),
@@ -195,20 +211,23 @@ def test_dialect_scenarios_belong_to_their_own_wires_matrix_only() -> None:
         "dialect-xai-usage": ("openai",),
         "dialect-done-no-blank-line": ("openai",),
         "dialect-usage-iterations": ("anthropic",),
+        "dialect-partial-args": ("gemini",),
+        "dialect-crlf-framing": ("gemini",),
     }
-    assert SCENARIOS["text"].wires == ("openai", "anthropic")
+    assert SCENARIOS["text"].wires == tuple(WIRE_FACTS)
 
 
 def test_documented_fault_codes() -> None:
-    codes = {name: s.expected_codes for name, s in SCENARIOS.items() if s.fault}
-    assert codes["fault-content-filter"] == {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL"}
-    assert codes["fault-429"] == {"openai": "RATE_LIMIT", "anthropic": "RATE_LIMIT"}
-    assert codes["fault-context"] == {
-        "openai": "CONTEXT_WINDOW_EXCEEDED",
-        "anthropic": "CONTEXT_WINDOW_EXCEEDED",
-    }
-    assert codes["fault-stall"] == {"openai": "TIMEOUT", "anthropic": "TIMEOUT"}
-    assert codes["fault-cut-before-usage"] == {"openai": "STREAM_CLOSED", "anthropic": "STREAM_CLOSED"}
+    codes = {name: s.expected_codes or {} for name, s in SCENARIOS.items() if s.fault}
+    withheld = {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL", "gemini": "CONTENT_FILTER"}
+    assert {w: codes["fault-content-filter"][w] for w in withheld} == withheld
+    for name, code in (
+        ("fault-429", "RATE_LIMIT"),
+        ("fault-context", "CONTEXT_WINDOW_EXCEEDED"),
+        ("fault-stall", "TIMEOUT"),
+        ("fault-cut-before-usage", "STREAM_CLOSED"),
+    ):
+        assert codes[name] == dict.fromkeys(WIRE_FACTS, code), name
 
 
 def test_long_resolves_any_token_count() -> None:

@@ -402,8 +402,10 @@ def error_from_response(
     secrets = tuple(secrets)
     message, detail, error = error_detail(body)
     google = google_rpc_error(error, detail)
-    code = google[0] if google is not None else error_code(status, detail=detail, error_type=_error_type(error))
-    delay = google[1] if google is not None else None
+    if google is not None:
+        code, delay = google
+    else:
+        code, delay = error_code(status, detail=detail, error_type=_error_type(error)), None
     reason = httpx.codes.get_reason_phrase(status)
     text = f"{label} answered HTTP {status}" + (f" {reason}" if reason else "")
     if message:
@@ -563,7 +565,8 @@ def google_rpc_error(error: Mapping[str, Any] | None, detail: str = "") -> tuple
     if status == "RESOURCE_EXHAUSTED":
         code = _exhausted_code(details, detail, delay)
     elif code == "INVALID_REQUEST":
-        if any(_rpc_kind(d) == "ErrorInfo" and str(d.get("reason", "")).startswith("API_KEY_") for d in details):
+        reasons = [str(d.get("reason", "")) for d in details if _rpc_kind(d) == "ErrorInfo"]
+        if any(reason.startswith("API_KEY_") for reason in reasons):
             code = "AUTH"
         elif is_context_window_exceeded(detail) or _GOOGLE_CONTEXT.search(detail):
             code = "CONTEXT_WINDOW_EXCEEDED"

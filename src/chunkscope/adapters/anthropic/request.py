@@ -224,6 +224,5 @@ def sent_options(body: dict[str, Any]) -> SentOptions:
     """The options a Messages body carries: top-level ``system``, ``stop_sequences``, the
     names of ``tools``, ``max_tokens``."""
     tools = [t.get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
-    return SentOptions(
-        body.get("system"), listed(body.get("stop_sequences")), tools, body.get("max_tokens"), body.get("temperature")
-    )
+    stops = listed(body.get("stop_sequences"))
+    return SentOptions(body.get("system"), stops, tools, body.get("max_tokens"), body.get("temperature"))

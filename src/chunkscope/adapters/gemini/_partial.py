@@ -81,7 +81,7 @@ def _unquote(text: str) -> str:
 class _Level:
     """One open container: an object's keys so far, or an array's length so far."""
 
-    __slots__ = ("count", "keys", "array")
+    __slots__ = ("array", "count", "keys")
 
     def __init__(self, array: bool) -> None:
         self.array = array
@@ -122,7 +122,11 @@ class ArgumentText:
             out.append("{")
         containers = path[:-1]
         common = 0
-        while common < len(self.opened) and common < len(containers) and self.opened[common] == containers[common]:
+        while (
+            common < len(self.opened)
+            and common < len(containers)
+            and self.opened[common] == containers[common]
+        ):
             common += 1
         while len(self.opened) > common:
             self.opened.pop()

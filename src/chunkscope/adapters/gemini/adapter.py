@@ -29,7 +29,10 @@ __all__ = ["GEMINI_MODELS", "GeminiAdapter"]
 
 _PRO_EFFORTS = ReasoningInfo(BUDGET_EFFORTS.efforts[1:])  # 2.5 Pro always thinks: no "off"
 _FLASH3_EFFORTS = ReasoningInfo(
-    tuple(ReasoningEffort(level, level.title(), f"thinkingLevel {level}") for level in ("minimal", "low", "medium", "high"))
+    tuple(
+        ReasoningEffort(level, level.title(), f"thinkingLevel {level}")
+        for level in ("minimal", "low", "medium", "high")
+    )
 )
 
 GEMINI_MODELS: tuple[ModelInfo, ...] = (
@@ -108,7 +111,11 @@ class GeminiAdapter(SseAdapter):
         for info in self._models:
             if info.id == bare:
                 return info
-            if info.id.endswith("*") and bare.startswith(info.id[:-1]) and (best is None or len(info.id) > len(best.id)):
+            if (
+                info.id.endswith("*")
+                and bare.startswith(info.id[:-1])
+                and (best is None or len(info.id) > len(best.id))
+            ):
                 best = info
         return dataclasses.replace(best, id=model) if best is not None else None
 

@@ -146,14 +146,20 @@ class _Contents:
                     self.add(role, {"text": block.text})
             elif isinstance(block, ToolCallBlock):
                 if role != "model":
-                    raise _unsupported(f"a tool-call block can only be sent in an assistant message, not {message.role}")
+                    raise _unsupported(
+                        f"a tool-call block can only be sent in an assistant message, not {message.role}"
+                    )
                 self.add(role, self._call(block))
             elif isinstance(block, ToolResultBlock):
                 if role != "user":
-                    raise _unsupported(f"a tool-result block can only be sent in a user message, not {message.role}")
+                    raise _unsupported(
+                        f"a tool-result block can only be sent in a user message, not {message.role}"
+                    )
                 self.add(role, self._result(block))
             elif role != "model":  # reasoning: only an assistant's, and left out (see the module)
-                raise _unsupported(f"a reasoning block can only be sent in an assistant message, not {message.role}")
+                raise _unsupported(
+                    f"a reasoning block can only be sent in an assistant message, not {message.role}"
+                )
 
     def _call(self, block: ToolCallBlock) -> dict[str, Any]:
         self.names[block.id] = block.name

@@ -196,7 +196,9 @@ class GeminiTranslator:
             return []
         if self._finish is None and self._blocked is None:
             raise LlmError(
-                "the Gemini event stream ended before a finishReason", "STREAM_CLOSED", request_id=self.request_id
+                "the Gemini event stream ended before a finishReason",
+                "STREAM_CLOSED",
+                request_id=self.request_id,
             )
         self._end_streamed()
         writer = self._writer
@@ -213,7 +215,8 @@ class GeminiTranslator:
                 reason = FinishReason(
                     kind="error",
                     failure=LlmFailure(
-                        message="the model returned a completed response with no content", code="EMPTY_RESPONSE"
+                        message="the model returned a completed response with no content",
+                        code="EMPTY_RESPONSE",
                     ),
                 )
         if reason.failure is not None and self.request_id is not None:

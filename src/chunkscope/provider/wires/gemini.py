@@ -87,7 +87,11 @@ MALFORMED_PAYLOAD = '{"candidates": [{"content": {"role": "model", "parts": [{"t
 """The ``fault-malformed`` payload: JSON cut short."""
 
 IN_STREAM_ERROR: dict[str, Any] = {
-    "error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}
+    "error": {
+        "code": 503,
+        "message": "The model is overloaded. Please try again later.",
+        "status": "UNAVAILABLE",
+    }
 }
 """The error object ``fault-in-stream-error`` sends inside its 200 stream."""
 
