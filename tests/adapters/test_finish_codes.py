@@ -18,9 +18,9 @@ from fault_matrix import idle_timeout_for
 import chunkscope as cs
 from chunkscope.adapters import turn_paused
 from chunkscope.adapters._finish import FINISH_CODES
-from chunkscope.adapters.wires import WIRES as WIRE_TABLE
 from chunkscope.adapters.anthropic.translate import AnthropicTranslator, map_stop_reason
 from chunkscope.adapters.openai_compat.translate import map_finish_reason
+from chunkscope.adapters.wires import WIRES as WIRE_TABLE
 from chunkscope.protocol import check, collect
 from chunkscope.protocol._errors import (
     ERROR_CODES,

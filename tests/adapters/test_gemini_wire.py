@@ -294,7 +294,7 @@ def test_an_error_object_inside_the_stream_raises_its_code_after_the_output_befo
     ],
 )
 def test_hostile_events_are_malformed_responses_never_another_exception(data: str) -> None:
-    chunks, error = run([response({"text": "ok"}), data])
+    _chunks, error = run([response({"text": "ok"}), data])
     assert error is not None and error.code == "MALFORMED_RESPONSE"
     assert API_KEY not in error.message
 
@@ -410,7 +410,8 @@ def _rpc(kind: str, **fields: Any) -> dict[str, Any]:
             400,
             {
                 "status": "INVALID_ARGUMENT",
-                "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+                "message": "The input token count (1200000) exceeds the maximum number of tokens "
+                "allowed (1048576).",
             },
             "CONTEXT_WINDOW_EXCEEDED",
             None,

@@ -8,6 +8,7 @@ Where the SDK forgives a fault (it has no notion of a stream's end), the test sa
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -34,7 +35,7 @@ def _set(target: dict[str, Any], path: str, value: Any, append: bool) -> None:
         int(k) if k.isdigit() else k for k in path[2:].replace("[", ".").replace("]", "").split(".")
     ]
     node: Any = target
-    for key, following in zip(keys, keys[1:], strict=False):
+    for key, following in itertools.pairwise(keys):
         if isinstance(node, list):
             while len(node) <= key:
                 node.append([] if isinstance(following, int) else {})
@@ -203,7 +204,7 @@ async def test_in_band_stops_the_sdk_reports_as_a_finish_reason_we_report_as_err
 
 
 async def test_the_sdk_refuses_the_malformed_event_as_we_do(provider: LocalProvider) -> None:
-    with pytest.raises(Exception) as raised:  # noqa: PT011 - the SDK raises json's own error
+    with pytest.raises(Exception) as raised:
         async for _ in await sdk(provider).aio.models.generate_content_stream(
             model="fault-malformed", contents=PROMPT
         ):

@@ -103,13 +103,14 @@ def test_the_recording_replays_with_the_calls_chunks_at_their_times(tap: Tap) ->
 
 
 def test_the_wire_is_detected_by_a_table_or_fixed(provider: cs.LocalProvider) -> None:
-    assert [w.name for w in WIRES] == ["openai", "anthropic"]
+    assert [w.name for w in WIRES][:3] == ["openai", "anthropic", "gemini"]
     assert detect_wire("/v1/chat/completions").name == "openai"  # type: ignore[union-attr]
     assert detect_wire("/chat/completions").name == "openai"  # type: ignore[union-attr]
     assert detect_wire("/v1/messages").name == "anthropic"  # type: ignore[union-attr]
+    assert detect_wire("/v1beta/models/text:streamGenerateContent").name == "gemini"  # type: ignore[union-attr]
     assert detect_wire("/v1/models") is None
-    with pytest.raises(ValueError, match="unknown wire 'gemini'"):
-        Tap(upstream=provider.url, wire="gemini")
+    with pytest.raises(ValueError, match="unknown wire 'grpc'"):
+        Tap(upstream=provider.url, wire="grpc")
 
 
 def test_an_unknown_path_is_forwarded_unparsed(provider: cs.LocalProvider, tap: Tap) -> None:

@@ -42,7 +42,15 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
+from chunkscope.protocol import (
+    AnyChunk,
+    FinishReason,
+    LlmError,
+    LlmFailure,
+    ReasoningDelta,
+    TextDelta,
+    TokenUsage,
+)
 from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 from chunkscope.protocol._words import type_phrase
 
@@ -58,6 +66,7 @@ MADE_UP_ID_PREFIX = "call_chunkscope_"
 builder leaves such ids out: the server never knew them)."""
 
 _FINISH_MESSAGE_CHARS = 300
+_FAST_KINDS = frozenset((TEXT, REASONING))
 _VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
 
@@ -246,32 +255,40 @@ class GeminiTranslator:
     # --- events ---------------------------------------------------------------
 
     def _fast_text(self, obj: Any) -> AnyChunk | None:
-        """The common event, one text part continuing the open text block, as its delta; else None.
-
-        Hand-shaped for the hot path (benchmarks/_wire_gemini.py): ``_feed`` is the reference.
-        """
+        """The common event, one text (or thought) part continuing the open block of its kind,
+        as its delta; else None (``_feed`` is the reference; benchmarks/_wire_gemini.py measures it)."""
         writer = self._writer
         try:
-            if writer.kind != TEXT or self._finish is not None or "error" in obj:
+            if (
+                writer.kind not in _FAST_KINDS
+                or self._finish is not None
+                or "error" in obj
+                or "promptFeedback" in obj
+            ):
                 return None
             [candidate] = obj["candidates"]
             if "finishReason" in candidate or candidate.get("index", 0) != 0:
                 return None
             [part] = candidate["content"]["parts"]
-            if len(part) != 1:
-                return None
             text = part["text"]
-            if type(text) is not str or not text:
+            size = len(part)
+            if size == 1:
+                kind = TEXT
+            elif size == 2 and part.get("thought") is True:
+                kind = REASONING
+            else:
+                return None
+            if kind != writer.kind or type(text) is not str or not text:
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-        if "promptFeedback" in obj:
             return None
         usage = obj.get("usageMetadata")
         if usage is not None:
             self._usage = usage
         writer.parts.append(text)
-        return trusted(TextDelta, {"type": "text-delta", "index": writer.index, "text": text})
+        if kind == TEXT:
+            return trusted(TextDelta, {"type": "text-delta", "index": writer.index, "text": text})
+        return trusted(ReasoningDelta, {"type": "reasoning-delta", "index": writer.index, "text": text})
 
     def _read_feedback(self, obj: dict[str, Any]) -> None:
         feedback = obj.get("promptFeedback")
