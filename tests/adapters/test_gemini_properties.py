@@ -21,7 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkscope as cs
+from chunkscope.adapters._core import SseDecoder
 from chunkscope.adapters.gemini import GeminiAdapter
+from chunkscope.adapters.gemini._framing import CrlfSseDecoder
 from chunkscope.protocol import StreamResult, check, collect
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -249,3 +251,39 @@ def test_arbitrary_json_payloads_raise_only_llm_error_and_keep_what_came_before_
         assert errors == [], [str(v) for v in errors]
     else:
         assert [v for v in errors if v.position is not None] == [], [str(v) for v in errors]
+
+
+@SETTINGS
+@given(
+    pieces=st.lists(
+        st.sampled_from(
+            [
+                b"\r",
+                b"\n",
+                b"\r\n",
+                b"\r\n\r\n",
+                b"data: a",
+                b"data: {}",
+                b": note",
+                b"event: e",
+                b"\xef\xbb\xbf",
+            ]
+        ),
+        max_size=14,
+    ),
+    cuts=st.lists(st.integers(0, 200), max_size=4),
+)
+def test_the_crlf_decoder_reads_exactly_the_events_the_shared_decoder_reads(
+    pieces: list[bytes], cuts: list[int]
+) -> None:
+    data = b"".join(pieces)
+    points = sorted({c % (len(data) + 1) for c in cuts})
+
+    def events(decoder: SseDecoder) -> list[tuple[str, str]]:
+        out, last = [], 0
+        for point in [*points, len(data)]:
+            out += decoder.feed(data[last:point])
+            last = point
+        return out + decoder.end()
+
+    assert events(CrlfSseDecoder()) == events(SseDecoder())

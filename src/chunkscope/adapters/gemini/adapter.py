@@ -22,6 +22,7 @@ import httpx
 
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
 from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
+from ._framing import CrlfSseDecoder
 from .request import BUDGET_EFFORTS, LEVEL_EFFORTS, build_body
 from .translate import GeminiTranslator
 
@@ -137,6 +138,10 @@ class GeminiAdapter(SseAdapter):
     def wire_headers(self, key: str) -> dict[str, str]:
         """``x-goog-api-key`` (the key never goes in the URL)."""
         return {"x-goog-api-key": key}
+
+    def decoder(self) -> CrlfSseDecoder:
+        """The SSE framing, with a copy-free path for the CRLF the Gemini API frames with."""
+        return CrlfSseDecoder(self.max_event_bytes)
 
     def translator(self, secrets: tuple[str, ...]) -> GeminiTranslator:
         """A fresh translator for one response."""
