@@ -69,7 +69,11 @@ builder leaves such ids out: the server never knew them)."""
 # Python frames around it (~1 µs less per event); ``_parse_slowly`` says why a payload fails.
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _FINISH_MESSAGE_CHARS = 300
-_FAST_KINDS = frozenset((TEXT, REASONING))
+_PART_SIZE = {TEXT: 1, REASONING: 2}  # a plain text part: {"text"}; a thought: {"text", "thought"}
+_DELTAS: dict[str, tuple[Any, str]] = {
+    TEXT: (TextDelta, "text-delta"),
+    REASONING: (ReasoningDelta, "reasoning-delta"),
+}
 _VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
 
@@ -184,9 +188,33 @@ class GeminiTranslator:
                 raise ValueError("extra data after the JSON value")
         except (ValueError, RecursionError, StopIteration):
             obj = self._parse_slowly(data)
-        fast = self._fast_text(obj)
-        if fast is not None:
-            return [fast]
+        # The common event, inlined (benchmarks/_wire_gemini.py measures it; ``_feed`` is the
+        # reference): one text or thought part continuing the open block of its kind.
+        writer = self._writer
+        kind = writer.kind
+        if kind in _PART_SIZE and self._finish is None:
+            try:
+                [candidate] = obj["candidates"]
+                [part] = candidate["content"]["parts"]
+                text = part["text"]
+                if (
+                    type(text) is str
+                    and text
+                    and len(part) == _PART_SIZE[kind]
+                    and (kind == TEXT or part["thought"] is True)
+                    and "finishReason" not in candidate
+                    and "error" not in obj
+                    and "promptFeedback" not in obj
+                    and candidate.get("index", 0) == 0
+                ):
+                    usage = obj.get("usageMetadata")
+                    if usage is not None:
+                        self._usage = usage
+                    writer.parts.append(text)
+                    delta, name = _DELTAS[kind]
+                    return [trusted(delta, {"type": name, "index": writer.index, "text": text})]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass  # not the common shape: the full path says what it is
         try:
             self._feed(obj)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
@@ -265,42 +293,6 @@ class GeminiTranslator:
         return [(self._call_ids[i], s) for i, s in self._signatures if i in self._call_ids]
 
     # --- events ---------------------------------------------------------------
-
-    def _fast_text(self, obj: Any) -> AnyChunk | None:
-        """The common event, one text (or thought) part continuing the open block of its kind,
-        as its delta; else None (``_feed`` is the reference; benchmarks/_wire_gemini.py measures it)."""
-        writer = self._writer
-        try:
-            if (
-                writer.kind not in _FAST_KINDS
-                or self._finish is not None
-                or "error" in obj
-                or "promptFeedback" in obj
-            ):
-                return None
-            [candidate] = obj["candidates"]
-            if "finishReason" in candidate or candidate.get("index", 0) != 0:
-                return None
-            [part] = candidate["content"]["parts"]
-            text = part["text"]
-            size = len(part)
-            if size == 1:
-                kind = TEXT
-            elif size == 2 and part.get("thought") is True:
-                kind = REASONING
-            else:
-                return None
-            if kind != writer.kind or type(text) is not str or not text:
-                return None
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-        usage = obj.get("usageMetadata")
-        if usage is not None:
-            self._usage = usage
-        writer.parts.append(text)
-        if kind == TEXT:
-            return trusted(TextDelta, {"type": "text-delta", "index": writer.index, "text": text})
-        return trusted(ReasoningDelta, {"type": "reasoning-delta", "index": writer.index, "text": text})
 
     def _read_feedback(self, obj: dict[str, Any]) -> None:
         feedback = obj.get("promptFeedback")
