@@ -23,6 +23,7 @@ ALLOWED = (
     "adapters/anthropic/",  # the anthropic wire's own folder
     "adapters/openai_responses/",  # the responses wire's own folder
     "adapters/bedrock/",  # the bedrock wire's own folder
+    "adapters/gemini/",  # the gemini wire's own folder
     "provider/wires/",  # the provider's module per wire and its routes
 )
 """Where a wire's name may be written."""

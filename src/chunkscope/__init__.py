@@ -47,8 +47,8 @@ _EXPORTS: dict[str, str] = {
         [
             "LlmAdapter", "GenerateOptions", "AbortController", "AbortSignal", "ModelInfo",
             "ReasoningInfo", "ReasoningEffort", "ToolSpec", "attribution_headers",
-            "OpenAICompatAdapter", "AnthropicAdapter", "OpenAIResponsesAdapter", "BedrockAdapter",
-            "ScriptedAdapter", "ReplayAdapter", "RecordingAdapter",
+            "OpenAICompatAdapter", "AnthropicAdapter", "OpenAIResponsesAdapter", "GeminiAdapter",
+            "BedrockAdapter", "ScriptedAdapter", "ReplayAdapter", "RecordingAdapter",
         ],
         ".adapters",
     ),
@@ -157,6 +157,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters import AbortSignal as AbortSignal
     from .adapters import AnthropicAdapter as AnthropicAdapter
     from .adapters import BedrockAdapter as BedrockAdapter
+    from .adapters import GeminiAdapter as GeminiAdapter
     from .adapters import GenerateOptions as GenerateOptions
     from .adapters import LlmAdapter as LlmAdapter
     from .adapters import ModelInfo as ModelInfo

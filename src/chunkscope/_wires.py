@@ -100,6 +100,18 @@ WIRE_FACTS: dict[str, WireFacts] = {
             request_path="/responses",
         ),
         WireFacts(
+            name="gemini",
+            title="Google Gemini",
+            label="Gemini",
+            key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            provider="google",  # genai-prices' provider id for Gemini models
+            base_path="",  # the root: google-genai's base_url, to which it appends /v1beta/models/…
+            dialects=("partial-args", "crlf-framing"),
+            withheld_code="CONTENT_FILTER",  # finishReason SAFETY
+            request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
+            model_in_path=r"/models/(?P<model>[^/:]+):",
+        ),
+        WireFacts(
             name="bedrock",
             title="AWS Bedrock ConverseStream",
             label="Bedrock",

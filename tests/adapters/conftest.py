@@ -17,6 +17,7 @@ _GUARDED = {
     "test_translators",
     "test_dialects",
     "test_anthropic_wire",
+    "test_gemini_wire",
     "test_anthropic",
     "test_openai_compat",
     "test_reference_vectors",

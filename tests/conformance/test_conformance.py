@@ -16,6 +16,7 @@ from chunkscope.adapters import (
     OPTIONAL_OPTIONS,
     AnthropicAdapter,
     BedrockAdapter,
+    GeminiAdapter,
     GenerateOptions,
     LlmAdapter,
     OpenAICompatAdapter,
@@ -49,6 +50,10 @@ def responses_factory(base_url: str, api_key: str) -> OpenAIResponsesAdapter:
     return OpenAIResponsesAdapter(base_url, api_key, idle_timeout=IDLE)
 
 
+def gemini_factory(base_url: str, api_key: str) -> GeminiAdapter:
+    return GeminiAdapter(base_url, api_key, idle_timeout=IDLE)
+
+
 @pytest.fixture(scope="module")
 def skeleton_report() -> ConformanceReport:
     return conformance(make_skeleton, wire="openai")
@@ -64,6 +69,7 @@ def bedrock_factory(base_url: str, api_key: str) -> BedrockAdapter:
         ("openai", openai_factory),
         ("anthropic", anthropic_factory),
         ("responses", responses_factory),
+        ("gemini", gemini_factory),
         ("bedrock", bedrock_factory),
     ],
 )

@@ -137,6 +137,21 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
             {"inputTokens": 3012, "outputTokens": 182},
             "stop",
         ),
+        (
+            "dialect-partial-args",
+            "Looking it up.",
+            "",
+            [
+                (
+                    "get_forecast",
+                    '{"city": "San Francisco", "days": 3, "hourly": true, '
+                    '"units": {"temp": "celsius", "wind": "km/h"}, "alerts": ["rain", null]}',
+                )
+            ],
+            {"inputTokens": 12, "outputTokens": 6},
+            "tool-calls",
+        ),
+        ("dialect-crlf-framing", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
         ("fault-cut-before-usage", "Hello! I", "", [], None, None),
         ("fault-malformed", "Hello!", "", [], None, None),
         ("fault-truncated", "Hello! I", "", [], None, None),
@@ -199,23 +214,29 @@ def test_dialect_scenarios_belong_to_their_own_wires_matrix_only() -> None:
         "dialect-several-output-items": ("responses",),
         "dialect-summary-parts": ("responses",),
         "dialect-reasoning-text": ("responses",),
+        "dialect-partial-args": ("gemini",),
+        "dialect-crlf-framing": ("gemini",),
     }
     assert SCENARIOS["text"].wires == tuple(WIRE_FACTS)
 
 
 def test_documented_fault_codes() -> None:
-    codes = {name: s.expected_codes for name, s in SCENARIOS.items() if s.fault}
-    assert codes["fault-content-filter"] == {
+    codes = {name: s.expected_codes or {} for name, s in SCENARIOS.items() if s.fault}
+    withheld = {
         "openai": "CONTENT_FILTER",
         "anthropic": "REFUSAL",
         "responses": "CONTENT_FILTER",
+        "gemini": "CONTENT_FILTER",
         "bedrock": "CONTENT_FILTER",
     }
-    every = tuple(WIRE_FACTS)
-    assert codes["fault-429"] == dict.fromkeys(every, "RATE_LIMIT")
-    assert codes["fault-context"] == dict.fromkeys(every, "CONTEXT_WINDOW_EXCEEDED")
-    assert codes["fault-stall"] == dict.fromkeys(every, "TIMEOUT")
-    assert codes["fault-cut-before-usage"] == dict.fromkeys(every, "STREAM_CLOSED")
+    assert codes["fault-content-filter"] == withheld
+    for name, code in (
+        ("fault-429", "RATE_LIMIT"),
+        ("fault-context", "CONTEXT_WINDOW_EXCEEDED"),
+        ("fault-stall", "TIMEOUT"),
+        ("fault-cut-before-usage", "STREAM_CLOSED"),
+    ):
+        assert codes[name] == dict.fromkeys(WIRE_FACTS, code), name
 
 
 def test_long_resolves_any_token_count() -> None:

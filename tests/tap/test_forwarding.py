@@ -114,6 +114,9 @@ def test_the_wire_is_detected_by_a_table_or_fixed(provider: cs.LocalProvider) ->
     assert bedrock.model_of("/model/us.anthropic.claude-sonnet-4%3A0/converse-stream") == (
         "us.anthropic.claude-sonnet-4:0"
     )
+    gemini = detect_wire("/v1beta/models/gemini-2.5-flash:streamGenerateContent")
+    assert gemini is not None and gemini.name == "gemini"
+    assert gemini.model_of("/v1beta/models/gemini-2.5-flash:streamGenerateContent") == "gemini-2.5-flash"
     assert detect_wire("/v1/models") is None
     with pytest.raises(ValueError, match="unknown wire 'grpc'"):
         Tap(upstream=provider.url, wire="grpc")

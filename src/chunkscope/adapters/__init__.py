@@ -3,7 +3,8 @@
 ``LlmAdapter`` turns ``GenerateOptions`` into an async stream of StreamChunk
 models. ``OpenAICompatAdapter`` speaks DeepSeek / OpenAI chat completions,
 ``AnthropicAdapter`` the Anthropic Messages API, ``OpenAIResponsesAdapter`` the OpenAI
-Responses API, ``BedrockAdapter`` AWS Bedrock ConverseStream; ``ScriptedAdapter``,
+Responses API, ``GeminiAdapter`` Google Gemini, ``BedrockAdapter`` AWS Bedrock ConverseStream;
+``ScriptedAdapter``,
 ``RecordingAdapter`` and ``ReplayAdapter`` are full implementations for
 teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters that
 wrap another and change only its stream. ``error_code`` is the one failure table
@@ -18,7 +19,7 @@ the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
 same on every wire), one folder per wire — ``openai_compat/``, ``anthropic/``,
-``openai_responses/``, ``bedrock/`` (each ``adapter``, ``request``, ``translate``) —,
+``openai_responses/``, ``gemini/``, ``bedrock/`` (each ``adapter``, ``request``, ``translate``) —,
 ``_wrapping``, ``scripted``, ``recording``.
 """
 
@@ -53,6 +54,7 @@ __all__ = [
     "AbortSignal",
     "AnthropicAdapter",
     "BedrockAdapter",
+    "GeminiAdapter",
     "GenerateOptions",
     "LlmAdapter",
     "ModelInfo",
@@ -80,6 +82,7 @@ _LAZY = {
     "AnthropicAdapter": ".anthropic",
     "OpenAIResponsesAdapter": ".openai_responses",
     "BedrockAdapter": ".bedrock",
+    "GeminiAdapter": ".gemini",
     "ScriptedAdapter": ".scripted",
     "RecordingAdapter": ".recording",
     "ReplayAdapter": ".recording",
@@ -98,6 +101,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from .anthropic import AnthropicAdapter
     from .bedrock import BedrockAdapter
+    from .gemini import GeminiAdapter
     from .openai_compat import OpenAICompatAdapter
     from .openai_responses import OpenAIResponsesAdapter
     from .recording import RecordingAdapter, ReplayAdapter

@@ -21,6 +21,11 @@ any other status                                       HTTP_<status>
 an in-stream error nothing above recognises            SERVER
 =====================================================  ==========================
 
+An error object in the ``google.rpc.Status`` shape (Gemini, Vertex AI: ``{"error": {"code",
+"message", "status", "details"}}``) is classified by its ``status`` first (``google_rpc_error``):
+``RESOURCE_EXHAUSTED`` is ``QUOTA`` or ``RATE_LIMIT`` by its ``QuotaFailure`` / ``RetryInfo``
+details, and ``RetryInfo.retryDelay`` is the retry delay.
+
 (The reference maps a bare 402 to ``HTTP_402``; here 402 Payment Required is
 ``QUOTA``: both are terminal, never retried.) Context wording is
 ``is_context_window_exceeded`` plus Anthropic's ``prompt is too long``; quota
@@ -55,6 +60,7 @@ __all__ = [
     "error_code",
     "error_detail",
     "error_from_response",
+    "google_rpc_error",
     "http_error_code",
     "is_context_window_exceeded",
     "is_quota_exceeded",
@@ -442,7 +448,11 @@ def error_from_response(
     error_type = _error_type(error) or _amzn_error_type(headers)
     if error_type and error_type not in detail:
         detail = f"{error_type} {detail}"
-    code = error_code(status, detail=detail, error_type=error_type)
+    google = google_rpc_error(error, detail)
+    if google is not None:
+        code, delay = google
+    else:
+        code, delay = error_code(status, detail=detail, error_type=error_type), None
     reason = httpx.codes.get_reason_phrase(status)
     text = f"{label} answered HTTP {status}" + (f" {reason}" if reason else "")
     if message:
@@ -452,7 +462,7 @@ def error_from_response(
         bounded(text, secrets, cut_before=truncated),
         code,
         status=status,
-        retry_after_ms=retry_after_ms(headers),
+        retry_after_ms=delay if delay is not None else retry_after_ms(headers),
         request_id=request_id(headers, secrets),
         cause=ProviderErrorBody(bounded(raw, secrets, MAX_CAUSE_CHARS, cut_before=truncated)),
     )
@@ -492,7 +502,8 @@ def stream_error(
     message, detail, obj = error_detail({"error": error})
     status = _status_inside(obj)
     error_type = _error_type(obj)
-    code = error_code(status, detail=detail, error_type=error_type)
+    google = google_rpc_error(obj, detail)
+    code = google[0] if google is not None else error_code(status, detail=detail, error_type=error_type)
     what = message or detail or "no message"
     if error_type and message:
         what += f" ({error_type})"
@@ -502,6 +513,7 @@ def stream_error(
         bounded(text, secrets),
         code,
         status=status if status is not None and status >= 300 else None,
+        retry_after_ms=google[1] if google is not None else None,
         request_id=request_id,
         cause=cause,
     )
@@ -555,3 +567,96 @@ def transport_error(exc: BaseException, *, label: str, secrets: Iterable[str] = 
         code, what = "TRANSPORT", "failed"
     detail = str(exc) or type(exc).__name__
     return LlmError(bounded(f"{label} {what}: {detail}", secrets), code, cause=exc)
+
+
+# --- the google.rpc.Status error model (Gemini, Vertex AI) ---------------------------
+
+_GOOGLE_STATUS_CODES: dict[str, str] = {
+    "INVALID_ARGUMENT": "INVALID_REQUEST",
+    "FAILED_PRECONDITION": "INVALID_REQUEST",  # e.g. billing not enabled, region not supported
+    "OUT_OF_RANGE": "INVALID_REQUEST",
+    "UNAUTHENTICATED": "AUTH",
+    "PERMISSION_DENIED": "AUTH",
+    "RESOURCE_EXHAUSTED": "RATE_LIMIT",  # or QUOTA, by its details (``_exhausted_code``)
+    "UNAVAILABLE": "SERVER",
+    "INTERNAL": "SERVER",
+    "UNKNOWN": "SERVER",
+    "DATA_LOSS": "SERVER",
+    "DEADLINE_EXCEEDED": "SERVER",  # the server's own deadline: retryable, not our idle TIMEOUT
+}
+"""A ``google.rpc.Code`` name → its registered code (other names fall back to the one table)."""
+
+_RPC_TYPE = "type.googleapis.com/google.rpc."
+# Gemini's overflow wording: "The input token count (N) exceeds the maximum number of tokens allowed (M)."
+_GOOGLE_CONTEXT = re.compile(r"input token count.{0,40}exceeds the maximum number of tokens", re.IGNORECASE)
+_PER_DAY = re.compile(r"per[\s_-]*day|daily", re.IGNORECASE)
+_DURATION = re.compile(r"([0-9]{1,9}(?:\.[0-9]{1,9})?)s")
+
+
+def google_rpc_error(error: Mapping[str, Any] | None, detail: str = "") -> tuple[str, int | None] | None:
+    """``(code, retry_after_ms)`` of an error object in the ``google.rpc.Status`` shape, else None.
+
+    Args:
+        error: the object under ``error`` (``{"code", "message", "status", "details"}``).
+        detail: code, type and message joined (the wording classifiers' input).
+
+    Returns:
+        None unless ``status`` is a ``google.rpc.Code`` name this table knows. Otherwise the
+        code: ``INVALID_ARGUMENT`` is ``CONTEXT_WINDOW_EXCEEDED`` by its wording, ``AUTH`` for an
+        ``ErrorInfo`` reason ``API_KEY_*`` (Gemini answers a bad key with 400); ``RESOURCE_EXHAUSTED``
+        is ``QUOTA`` for a per-day ``QuotaFailure`` or quota wording without ``RetryInfo``, else
+        ``RATE_LIMIT``. The delay is ``RetryInfo.retryDelay`` (``"2s"``, ``"1.5s"``) in ms.
+    """
+    if error is None:
+        return None
+    status = error.get("status")
+    code = _GOOGLE_STATUS_CODES.get(status) if isinstance(status, str) else None
+    if code is None:
+        return None
+    raw = error.get("details")
+    details = [d for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
+    delay = _retry_delay(details)
+    if status == "RESOURCE_EXHAUSTED":
+        code = _exhausted_code(details, detail, delay)
+    elif code == "INVALID_REQUEST":
+        reasons = [str(d.get("reason", "")) for d in details if _rpc_kind(d) == "ErrorInfo"]
+        if any(reason.startswith("API_KEY_") for reason in reasons):
+            code = "AUTH"
+        elif is_context_window_exceeded(detail) or _GOOGLE_CONTEXT.search(detail):
+            code = "CONTEXT_WINDOW_EXCEEDED"
+    return code, delay
+
+
+def _rpc_kind(detail: Mapping[str, Any]) -> str:
+    kind = detail.get("@type")
+    return kind[len(_RPC_TYPE):] if isinstance(kind, str) and kind.startswith(_RPC_TYPE) else ""
+
+
+def _exhausted_code(details: list[dict[str, Any]], detail: str, delay: int | None) -> str:
+    """``QUOTA`` when retrying soon cannot help (a per-day quota, or quota wording and no retry
+    delay), else ``RATE_LIMIT`` (per-minute quotas, Vertex's shared capacity)."""
+    for entry in details:
+        if _rpc_kind(entry) != "QuotaFailure" or not isinstance(entry.get("violations"), list):
+            continue
+        for violation in entry["violations"]:
+            if isinstance(violation, dict) and any(
+                isinstance(violation.get(k), str) and _PER_DAY.search(violation[k])
+                for k in ("quotaId", "quotaMetric", "description")
+            ):
+                return "QUOTA"
+    if delay is None and (is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail)):
+        return "QUOTA"
+    return "RATE_LIMIT"
+
+
+def _retry_delay(details: list[dict[str, Any]]) -> int | None:
+    """``RetryInfo.retryDelay`` (a protobuf Duration as JSON: ``"2s"``, ``"0.5s"``) in ms, rounded up."""
+    for entry in details:
+        if _rpc_kind(entry) != "RetryInfo":
+            continue
+        raw = entry.get("retryDelay")
+        match = _DURATION.fullmatch(raw.strip()) if isinstance(raw, str) else None
+        if match is not None:
+            ms = math.ceil(float(match.group(1)) * 1000)
+            return ms if ms > 0 else None
+    return None

@@ -32,6 +32,17 @@ FINISH_CODES: dict[str, str] = {
     "content_filtered": "CONTENT_FILTER",  # Bedrock: the model's own filter
     "malformed_model_output": "MALFORMED_RESPONSE",  # Bedrock: the model's output did not parse
     "malformed_tool_use": "MALFORMED_RESPONSE",  # Bedrock: a tool call that did not parse
+    # Gemini (finishReason, upper-case): every safety, recitation and blocklist stop is a filter.
+    "SAFETY": "CONTENT_FILTER",
+    "RECITATION": "CONTENT_FILTER",
+    "BLOCKLIST": "CONTENT_FILTER",
+    "PROHIBITED_CONTENT": "CONTENT_FILTER",
+    "SPII": "CONTENT_FILTER",
+    "IMAGE_SAFETY": "CONTENT_FILTER",
+    "IMAGE_PROHIBITED_CONTENT": "CONTENT_FILTER",
+    "IMAGE_RECITATION": "CONTENT_FILTER",
+    "MALFORMED_FUNCTION_CALL": "MALFORMED_RESPONSE",  # the model wrote a call that does not parse
+    "UNEXPECTED_TOOL_CALL": "MALFORMED_RESPONSE",  # a call to a tool that was not offered
 }
 """A wire's non-success finish reason → its registered code (wires share reasons' spellings)."""
 

@@ -20,7 +20,7 @@ class SentOptions(NamedTuple):
         stops: the stop sequences sent.
         tool_names: the names of the tools offered.
         max_tokens: the output limit sent, as found (None when absent).
-        temperature: the temperature sent, as found (None when absent).
+        temperature: the temperature sent, as found (None when absent; a wire may nest it).
     """
 
     system: Any

@@ -27,6 +27,10 @@ from .bedrock import BedrockAdapter
 from .bedrock.request import sent_options as bedrock_sent
 from .bedrock.translate import BedrockTranslator
 from .bedrock.translate import read_whole as bedrock_whole
+from .gemini import GeminiAdapter
+from .gemini.request import sent_options as gemini_sent
+from .gemini.translate import GeminiTranslator
+from .gemini.translate import read_whole as gemini_whole
 from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
 from .openai_compat.translate import OpenAITranslator
@@ -42,6 +46,7 @@ _ADAPTERS: dict[str, tuple[Any, ...]] = {
     "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
     "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
     "responses": (OpenAIResponsesAdapter, responses_sent, ResponsesTranslator, responses_whole),
+    "gemini": (GeminiAdapter, gemini_sent, GeminiTranslator, gemini_whole),
     "bedrock": (BedrockAdapter, bedrock_sent, BedrockTranslator, bedrock_whole),
 }
 

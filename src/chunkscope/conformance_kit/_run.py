@@ -622,7 +622,7 @@ def _request_problems(
     body = request.body
     if not isinstance(body, dict):
         return [*problems, "send a JSON object body"]
-    problems.extend(_body_problems(request, body, model, wire))
+    problems.extend(_body_problems(wire, request, body, model))
     problems.extend(_option_problems(_sent_options(wire, body), body, supported))
     return problems
 
@@ -637,16 +637,16 @@ def _attribution_problems(request: ReceivedRequest) -> list[str]:
     ]
 
 
-def _body_problems(request: ReceivedRequest, body: dict[str, Any], model: str, wire: str) -> list[str]:
-    """What every request needs on any wire: the model and a stream asked for (in the body, or
-    in the path on a wire that says them there), the caller's messages."""
+def _body_problems(wire: str, request: ReceivedRequest, body: dict[str, Any], model: str) -> list[str]:
+    """What every request needs on any wire: the model, a stream, the caller's messages, each
+    where the wire carries it (the provider's wire row reads them: body or path)."""
+    served = PROVIDER_WIRES[wire]
     problems = []
     if request.model != model:
         problems.append(f"send model {model!r} (sent {request.model!r})")
-    if not PROVIDER_WIRES[wire].streamed(request.path, body):
-        problems.append('ask for a stream ("stream": true, or the wire\'s streaming route)')
-    # Anywhere in the body: each wire names its conversation differently (messages, input, contents).
-    if PROMPT not in json.dumps(body, ensure_ascii=False):
+    if not served.streamed(request.path, body):
+        problems.append('ask for a stream ("stream": true, or the wire\'s streaming method)')
+    if PROMPT not in served.conversation(body)[0]:
         problems.append("send the caller's messages (the user's text is missing)")
     return problems
 

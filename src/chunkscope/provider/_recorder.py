@@ -86,7 +86,7 @@ class ReceivedRequest:
 
     @property
     def model(self) -> str | None:
-        """The body's ``model``, else the path's (a wire that names it in the URL), if any."""
+        """The body's ``model``, else the route's ``{model}`` path parameter, if any."""
         body = self.body
         value = body.get("model") if isinstance(body, dict) else None
         if value is None:
@@ -167,10 +167,7 @@ class RequestLog:
                         body.extend(message.get("body", b""))
                     if not message.get("more_body", False):
                         record.body = _parse(body)
-                        # routing ran before the app read the body: the route's parameters are known
-                        params = scope.get("path_params")
-                        if isinstance(params, dict):
-                            record.path_params = {str(k): str(v) for k, v in params.items()}
+                        _keep_path_params(record, scope)  # routing ran before the app read the body
                         body_read.set()
                 elif message.get("type") == "http.disconnect" and not responded:
                     self._end(record, "disconnected")
@@ -180,6 +177,7 @@ class RequestLog:
                 nonlocal responded
                 if message.get("type") == "http.response.start":
                     record.status = int(message.get("status", 0))
+                    _keep_path_params(record, scope)  # an answer sent before the body was read
                 if message.get("body") and len(record.writes) < MAX_WRITES:
                     record.writes.append(time.monotonic())  # as it goes out: no client sees it earlier
                 await send(message)
@@ -212,6 +210,13 @@ class RequestLog:
                     self._end(record, "failed")
 
         return recorded
+
+
+def _keep_path_params(record: ReceivedRequest, scope: Scope) -> None:
+    """The route's path parameters (the router put them in the scope when it matched)."""
+    params = scope.get("path_params")
+    if isinstance(params, dict):
+        record.path_params = {str(k): str(v) for k, v in params.items()}
 
 
 def _parse(body: bytes | bytearray) -> Any:

@@ -686,6 +686,24 @@ _SCENARIO_LIST: list[Scenario] = [
             dialect="reasoning-text",
         ),
     ),
+    # --- dialects of the Gemini wire ---
+    _reply(
+        "dialect-partial-args",
+        "text, then one get_forecast call whose arguments stream as partialArgs JSON-path patches",
+        _script(
+            *_texts("Looking", " it", " up."),
+            Tool(0, "call_forecast_1", "get_forecast", '{"city": "San Francisco", '),
+            Tool(0, None, None, '"days": 3, "hourly": true, '),
+            Tool(0, None, None, '"units": {"temp": "celsius", "wind": "km/h"}, "alerts": ["rain", null]}'),
+            Finish("tool_calls"),
+            dialect="partial-args",
+        ),
+    ),
+    _reply(
+        "dialect-crlf-framing",
+        "the text reply with every line ended by CRLF (events end in \\r\\n\\r\\n)",
+        _script(*HELLO, Finish("stop"), dialect="crlf-framing"),
+    ),
     # --- faults ---
     _http_fault(
         "fault-401",

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..._wires import WIRE_FACTS, WireFacts
 from .._scenarios import HttpFault, Script
-from . import anthropic, bedrock, openai, responses
+from . import anthropic, bedrock, gemini, openai, responses
 from ._conversation import chat_conversation
 from ._frames import Frame
 
@@ -111,6 +111,19 @@ def _rows() -> Iterator[ProviderWire]:
         in_stream_error=responses.IN_STREAM_ERROR,
         fault_body=lambda fault: fault.openai_body,  # the Responses API's errors are OpenAI-shaped
         conversation=responses.conversation,
+    )
+    yield ProviderWire(
+        WIRE_FACTS["gemini"],
+        routes=gemini.ROUTES,
+        not_found_type="NOT_FOUND",
+        error_body=gemini.error_body,
+        stream=gemini.stream,
+        whole=gemini.whole,
+        in_stream_error=gemini.IN_STREAM_ERROR,
+        fault_body=gemini.fault_body,
+        model_of=gemini.model_of,
+        streamed=gemini.streamed,
+        conversation=gemini.conversation,
     )
     yield ProviderWire(
         WIRE_FACTS["bedrock"],
