@@ -104,3 +104,19 @@ def test_no_tracked_file_points_outside_the_repository() -> None:
 )
 def test_the_pointer_scan_catches_each_kind(line: str) -> None:
     assert OUTSIDE.search(line)
+
+
+def test_the_wires_doc_has_a_row_and_a_section_for_every_wire_of_the_table() -> None:
+    from chunkscope.adapters.wires import WIRES
+
+    text = (REPO_ROOT / "docs" / "wires.md").read_text(encoding="utf-8")
+    rows = {m[0]: m[1] for m in re.findall(r"^\| (\w+) \| `(\w+)` \|", text, re.M)}
+    assert list(rows) == list(WIRES), "one table row per wire, in the table's order"
+    sections = re.findall(r"^## (\w+) — ", text, re.M)
+    assert sections == list(WIRES), "one section per wire, in the table's order"
+    for name, wire in WIRES.items():
+        assert rows[name] == wire.adapter.__name__, name
+        row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+        assert wire.facts.key_variables[0] in row, (name, "the row names the wire's key variable")
+        section = text.split(f"\n## {name} — ", 1)[1].split("\n## ", 1)[0]
+        assert "gnored" in section, (name, "the section says what the wire's adapter ignores, and why")
