@@ -95,6 +95,77 @@ def test_the_anthropic_sdk(provider: cs.LocalProvider, tap: Tap) -> None:
     assert call.wire == "anthropic" and call.result is not None and call.result.text == through[0]
 
 
+def test_the_openai_sdk_on_the_responses_wire(provider: cs.LocalProvider, tap: Tap) -> None:
+    def answer(base_url: str) -> tuple[str, int]:
+        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+        text, tokens = "", 0
+        for event in client.responses.create(model="text", input="hi", stream=True):
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            elif event.type == "response.completed" and event.response.usage is not None:
+                tokens = event.response.usage.output_tokens
+        client.close()
+        return text, tokens
+
+    through, direct = answer(f"{tap.base_url}/v1"), answer(provider.base_url)
+    assert through == direct
+    call = checked(tap)
+    assert call.wire == "responses" and call.result is not None and call.result.text == through[0]
+
+
+def test_the_google_genai_sdk(provider: cs.LocalProvider, tap: Tap) -> None:
+    from google import genai
+    from google.genai import types
+
+    def answer(root: str) -> tuple[str, int | None]:
+        client = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=root))
+        text, tokens = "", None
+        for response in client.models.generate_content_stream(model="text", contents="hi"):
+            text += response.text or ""
+            if response.usage_metadata is not None:
+                tokens = response.usage_metadata.candidates_token_count
+        client.close()
+        return text, tokens
+
+    through, direct = answer(tap.base_url), answer(provider.url)
+    assert through == direct and through[0]
+    call = checked(tap)
+    assert call.wire == "gemini" and call.model == "text"  # the model read from the request path
+    assert call.result is not None and call.result.text == through[0]
+    assert not any(KEY in value for _, value in call.request_headers)  # x-goog-api-key redacted
+
+
+def test_boto3_on_bedrock(provider: cs.LocalProvider, tap: Tap) -> None:
+    import boto3
+    from botocore.config import Config
+
+    def answer(root: str) -> tuple[str, int]:
+        client = boto3.client(
+            "bedrock-runtime",
+            endpoint_url=root,
+            region_name="us-east-1",
+            aws_access_key_id="AKIDTAPTEST",
+            aws_secret_access_key=KEY,
+            config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+        )
+        reply = client.converse_stream(
+            modelId="text", messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )
+        text, tokens = "", 0
+        for event in reply["stream"]:
+            text += event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+            tokens = event.get("metadata", {}).get("usage", {}).get("outputTokens", tokens)
+        client.close()
+        return text, tokens
+
+    through, direct = answer(tap.base_url), answer(provider.url)
+    assert through == direct and through[0]
+    call = checked(tap)  # the binary event stream, parsed beside the forwarding
+    assert call.wire == "bedrock" and call.model == "text"
+    assert call.result is not None and call.result.text == through[0]
+    assert all("Signature=" not in value or "<redacted>" in value for _, value in call.request_headers)
+
+
 def curl(url: str) -> bytes:
     command = [
         "curl",

@@ -155,3 +155,23 @@ def test_sigv4_signature_parts_are_secrets() -> None:
     assert "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7" in found
     assert "REDACTED" in redact_query("X-Amz-Signature=abc123456789&X-Amz-Date=1")
     assert "X-Amz-Date=1" in redact_query("X-Amz-Signature=abc123456789&X-Amz-Date=1")
+
+
+async def test_a_key_echoed_in_a_binary_bedrock_stream_reaches_no_chunk_or_recording(
+    provider: cs.LocalProvider, tmp_path: Path
+) -> None:
+    record = tmp_path / "rec"
+    with Tap(upstream=provider.url, record=record) as tap:
+        async with cs.BedrockAdapter(tap.base_url, KEY) as adapter:  # the key as a bearer token
+            options = cs.GenerateOptions(
+                provider="aws", model="echo", messages=[{"role": "user", "content": f"my key is {KEY}"}]
+            )
+            result = await cs.collect(adapter.stream(options))
+        assert KEY in result.text  # the client got the echo as sent
+        call = tap.calls[0]
+        assert call.wait(5) and call.wire == "bedrock" and call.result is not None and call.result.ok
+    kept = [repr(call.request_headers), call.raw.decode("latin-1"), repr(call.result), repr(call.chunks)]
+    kept += [tap.usage.to_frame().to_csv(), *(path.read_text() for path in record.iterdir())]
+    for text in kept:
+        assert KEY not in text
+    assert "REDACTED" in call.result.text  # the echoed key, masked in the parsed stream

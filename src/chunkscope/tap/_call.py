@@ -328,11 +328,10 @@ class Parser:
             timings.first_event_s = t
         if translator.done:
             return False  # after the end marker: nothing more to translate
-        name, data = event
         if self.secrets:
-            data = mask_text(data, self.secrets)
+            event = _masked(event, self.secrets)
         try:
-            chunks = translator.feed((name, data))
+            chunks = translator.feed(event)
         except LlmError as exc:
             self._add(t, translator.salvage())
             self.failure = exc
@@ -427,6 +426,18 @@ class Parser:
                 result.error = LlmError(
                     f"{self.label}: the JSON answer is not the wire's shape: {exc}", "MALFORMED_RESPONSE"
                 )
+
+
+def _masked(event: Any, secrets: tuple[str, ...]) -> Any:
+    """``event`` with a credential it quotes masked, so no chunk carries it: an SSE event's data
+    text, or a binary frame's payload (Bedrock's, masked after its checksums were checked)."""
+    if isinstance(event, tuple):
+        name, data = event
+        return name, mask_text(data, secrets)
+    payload = getattr(event, "payload", None)
+    if isinstance(payload, bytes) and any(s and s.encode() in payload for s in secrets):
+        event.payload = mask_text(payload.decode("utf-8", "replace"), secrets).encode()
+    return event
 
 
 def now() -> float:
