@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import chunkscope as cs
+from chunkscope.adapters.wires import WIRES
 from chunkscope.cli import main
 
 KEY = "sk-cli-test-0123456789abcdef"
@@ -226,3 +227,31 @@ def test_bad_arguments_are_one_line_and_exit_2(
     _, err = capsys.readouterr()
     assert exited.value.code == 2
     assert err.count("\n") == 1 and err.startswith("chunkscope record: ") and says in err
+
+
+@pytest.mark.parametrize("wire", list(WIRES))
+def test_every_wire_records_and_is_checked_shown_and_summed_from_its_recording(
+    provider: cs.LocalProvider,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    wire: str,
+) -> None:
+    row = WIRES[wire]
+    for name in row.facts.key_variables:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(row.facts.key_variables[0], KEY)  # the wire's own key variable
+    out_file = tmp_path / f"{wire}.jsonl"
+    argv = ["--base-url", row.base_url(provider.url), "--wire", wire, "--model", "reasoning-text-tools"]
+    code, out, err = record(capsys, *argv, "Hi", "-o", str(out_file))
+    assert (code, err) == (0, ""), out
+    assert "finish tool-calls" in out and "0 violations" in out
+    assert lines(out_file)[0]["adapter"] == row.adapter.__name__
+    again = replayed(out_file)
+    assert [block.type for block in again.blocks] == ["reasoning", "text", "tool-call", "tool-call"]
+    assert KEY not in out_file.read_text(encoding="utf-8")
+    assert main(["check", str(out_file)]) == 0
+    assert main(["show", str(out_file)]) == 0
+    assert main(["usage", str(out_file)]) == 0
+    shown = capsys.readouterr().out
+    assert row.facts.provider in shown  # the usage table names the wire's provider
