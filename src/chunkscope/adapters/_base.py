@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.metadata
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
@@ -40,6 +41,8 @@ __all__ = [
     "ReasoningInfo",
     "ToolSpec",
     "attribution_headers",
+    "find_model",
+    "listed_models",
     "user_agent",
 ]
 
@@ -266,6 +269,27 @@ class ModelInfo:
         return self.name or self.id
 
 
+def listed_models(table: Sequence[ModelInfo]) -> list[ModelInfo]:
+    """The exact entries of a model table (a ``prefix*`` pattern names no one model)."""
+    return [m for m in table if not m.id.endswith("*")]
+
+
+def find_model(table: Sequence[ModelInfo], model: str) -> ModelInfo | None:
+    """``model``'s entry in ``table``: an exact id first, else the longest matching ``prefix*``
+    pattern, returned with ``model`` as its id; None when nothing matches."""
+    best: ModelInfo | None = None
+    for info in table:
+        if info.id == model:
+            return info
+        if (
+            info.id.endswith("*")
+            and model.startswith(info.id[:-1])
+            and (best is None or len(info.id) > len(best.id))
+        ):
+            best = info
+    return dataclasses.replace(best, id=model) if best is not None else None
+
+
 # --- the request --------------------------------------------------------------
 
 
@@ -378,10 +402,7 @@ class GenerateOptions:
 
     def replace(self, **changes: Any) -> GenerateOptions:
         """A copy with ``changes`` applied (same parsing as the constructor)."""
-        fields = {
-            name: getattr(self, name)
-            for name in ("provider", "model", "messages", *OPTIONAL_OPTIONS)
-        }
+        fields = {name: getattr(self, name) for name in ("provider", "model", "messages", *OPTIONAL_OPTIONS)}
         fields.update(changes)
         return GenerateOptions(**fields)
 

@@ -20,7 +20,15 @@ from urllib.parse import quote
 
 import httpx
 
-from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
+from .._base import (
+    OPTIONAL_OPTIONS,
+    GenerateOptions,
+    ModelInfo,
+    ReasoningEffort,
+    ReasoningInfo,
+    find_model,
+    listed_models,
+)
 from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
 from ._framing import CrlfSseDecoder
 from .request import BUDGET_EFFORTS, LEVEL_EFFORTS, build_body
@@ -102,23 +110,15 @@ class GeminiAdapter(SseAdapter):
 
     def models(self) -> list[ModelInfo]:
         """The exact (non-pattern) entries of the model table."""
-        return [m for m in self._models if not m.id.endswith("*")]
+        return listed_models(self._models)
 
     def model_info(self, model: str) -> ModelInfo | None:
         """The table entry for ``model`` (a ``models/`` prefix ignored): an exact id first, else
-        the longest matching ``prefix*``."""
-        bare = model.removeprefix("models/")
-        best: ModelInfo | None = None
-        for info in self._models:
-            if info.id == bare:
-                return info
-            if (
-                info.id.endswith("*")
-                and bare.startswith(info.id[:-1])
-                and (best is None or len(info.id) > len(best.id))
-            ):
-                best = info
-        return dataclasses.replace(best, id=model) if best is not None else None
+        the longest matching ``prefix*``, with ``model`` as its id."""
+        found = find_model(self._models, model.removeprefix("models/"))
+        if found is None or found in self._models:
+            return found
+        return dataclasses.replace(found, id=model)
 
     # -- the wire --
 

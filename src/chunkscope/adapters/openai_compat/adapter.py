@@ -8,13 +8,20 @@ limits, failures) is the shared SSE core (``_sse.SseAdapter``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
-from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
+from .._base import (
+    OPTIONAL_OPTIONS,
+    GenerateOptions,
+    ModelInfo,
+    ReasoningEffort,
+    ReasoningInfo,
+    find_model,
+    listed_models,
+)
 from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
 from .request import build_body
 from .translate import OpenAITranslator
@@ -105,21 +112,11 @@ class OpenAICompatAdapter(SseAdapter):
 
     def models(self) -> list[ModelInfo]:
         """The exact (non-pattern) entries of the model table."""
-        return [m for m in self._models if not m.id.endswith("*")]
+        return listed_models(self._models)
 
     def model_info(self, model: str) -> ModelInfo | None:
         """The table entry for ``model``: an exact id first, else the longest matching ``prefix*``."""
-        best: ModelInfo | None = None
-        for info in self._models:
-            if info.id == model:
-                return info
-            if (
-                info.id.endswith("*")
-                and model.startswith(info.id[:-1])
-                and (best is None or len(info.id) > len(best.id))
-            ):
-                best = info
-        return dataclasses.replace(best, id=model) if best is not None else None
+        return find_model(self._models, model)
 
     # -- the wire --
 
