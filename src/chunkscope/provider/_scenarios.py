@@ -869,6 +869,24 @@ class Collected:
     stall: float | None = None
 
 
+def tools_one_call_at_a_time(steps: Sequence[Step]) -> Iterator[Step]:
+    """``steps`` with each run of tool fragments grouped by call, in first-seen order: what a
+    wire whose blocks cannot interleave (Anthropic, Responses, Bedrock) sends for them."""
+    run: list[Tool] = []
+    for step in [*steps, None]:
+        if isinstance(step, Tool):
+            run.append(step)
+            continue
+        if run:
+            first_seen: dict[int, int] = {}
+            for position, fragment in enumerate(run):
+                first_seen.setdefault(fragment.slot, position)
+            yield from sorted(run, key=lambda t: first_seen[t.slot])
+            run = []
+        if step is not None:
+            yield step
+
+
 def collect_steps(steps: Sequence[Step]) -> Collected:
     """Join a script's fragments (stopping at its finish or at a fault that ends it)."""
     out = Collected()

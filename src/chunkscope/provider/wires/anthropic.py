@@ -40,6 +40,7 @@ from .._scenarios import (
     WireFinish,
     WireUsage,
     collect_steps,
+    tools_one_call_at_a_time,
 )
 from ._frames import Frame
 
@@ -98,24 +99,8 @@ _TEXT_DELTA = ',"delta":{"type":"text_delta","text":'
 _THINKING_DELTA = ',"delta":{"type":"thinking_delta","thinking":'
 
 
-def _sequential(steps: Sequence[Step]) -> Iterator[Step]:
-    """Group each run of tool fragments by call (first-seen order), since blocks cannot interleave."""
-    run: list[Tool] = []
-    for step in _with_end(steps):
-        if isinstance(step, Tool):
-            run.append(step)
-            continue
-        if run:
-            first_seen = {slot: i for i, slot in reversed(list(enumerate(t.slot for t in run)))}
-            yield from sorted(run, key=lambda t: first_seen[t.slot])
-            run = []
-        if step is not None:
-            yield step
 
 
-def _with_end(steps: Sequence[Step]) -> Iterator[Step | None]:
-    yield from steps
-    yield None
 
 
 def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
@@ -173,7 +158,7 @@ def anthropic_stream(script: Script, *, model: str, message_id: str) -> Iterator
     )
     yield _event("ping", {"type": "ping"})
     events = _AnthropicEvents(script)
-    for step in _sequential(script.steps):
+    for step in tools_one_call_at_a_time(script.steps):
         yield from _STEP_EVENTS[type(step)](events, step)
         if isinstance(step, _LAST_STEPS):
             return

@@ -51,6 +51,7 @@ from .._scenarios import (
     WireFinish,
     WireUsage,
     collect_steps,
+    tools_one_call_at_a_time,
 )
 from ._frames import Frame
 
@@ -241,21 +242,6 @@ _LAST_STEPS = (Finish, CutBeforeUsage, Malformed, StreamError, Drop, Truncate)
 """Steps after which the stream ends."""
 
 
-def _sequential(steps: Sequence[Step]) -> Iterator[Step]:
-    """Group each run of tool fragments by call (first-seen order): blocks are sequential here."""
-    run: list[Tool] = []
-    for step in _with_end(steps):
-        if isinstance(step, Tool):
-            run.append(step)
-            continue
-        if run:
-            first_seen: dict[int, int] = {}
-            for i, tool in enumerate(run):
-                first_seen.setdefault(tool.slot, i)
-            yield from sorted(run, key=lambda t: first_seen[t.slot])
-            run = []
-        if step is not None:
-            yield step
 
 
 def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
@@ -282,15 +268,12 @@ def bedrock_stream(script: Script) -> Iterator[Frame]:
     """The frames of ``script`` on the ConverseStream wire, in order."""
     events = _Events(script)
     yield events.event("messageStart", {"role": "assistant"})
-    for step in _sequential(script.steps):
+    for step in tools_one_call_at_a_time(script.steps):
         yield from _STEP_EVENTS[type(step)](events, step)
         if isinstance(step, _LAST_STEPS):
             return
 
 
-def _with_end(steps: Sequence[Step]) -> Iterator[Step | None]:
-    yield from steps
-    yield None
 
 
 def stream(script: Script, body: dict[str, Any], response_number: int, created: int) -> Iterator[Frame]:

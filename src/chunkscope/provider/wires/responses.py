@@ -50,6 +50,7 @@ from .._scenarios import (
     Truncate,
     WireUsage,
     collect_steps,
+    tools_one_call_at_a_time,
 )
 from ._frames import Frame
 
@@ -166,21 +167,6 @@ def _usage(usage: WireUsage) -> dict[str, Any]:
     }
 
 
-def _grouped(steps: Sequence[Step]) -> Iterator[Step]:
-    """Each run of tool fragments grouped by call (first-seen order): items cannot interleave."""
-    run: list[Tool] = []
-    for step in [*steps, None]:
-        if isinstance(step, Tool):
-            run.append(step)
-            continue
-        if run:
-            first_seen: dict[int, int] = {}
-            for position, fragment in enumerate(run):
-                first_seen.setdefault(fragment.slot, position)
-            yield from sorted(run, key=lambda t: first_seen[t.slot])
-            run = []
-        if step is not None:
-            yield step
 
 
 def _splits(steps: Sequence[Step], kind: type, dialect: str | None, wanted: str) -> set[int]:
@@ -252,7 +238,7 @@ class _ResponsesEvents:
     def frames(self) -> Iterator[Frame]:
         yield self.event("response.created", response=self.response("in_progress", final=False))
         yield self.event("response.in_progress", response=self.response("in_progress", final=False))
-        steps = list(_grouped(self.script.steps))
+        steps = list(tools_one_call_at_a_time(self.script.steps))
         dialect = self.script.dialect
         reasoning_cuts = _splits(steps, Reasoning, dialect, "summary-parts")
         text_cuts = _splits(steps, Text, dialect, "several-output-items")
