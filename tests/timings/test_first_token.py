@@ -12,6 +12,7 @@ a read, so each figure is the best of up to five streams.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -218,3 +219,19 @@ async def test_the_usage_frame_carries_the_four_points(plain: cs.LocalProvider) 
 async def test_a_stream_with_no_text_has_no_first_text(plain: cs.LocalProvider) -> None:
     _, t = await _stream(plain.base_url, "no-args")  # one tool call and nothing else
     assert t.first_content_s is not None and t.first_text_s is None
+
+
+def test_a_timed_stream_dropped_unfinished_closes_quietly_in_another_context() -> None:
+    import contextvars
+
+    async def endless() -> Any:
+        while True:
+            yield {"type": "block-start", "index": 0, "block": {"type": "text"}}
+            await asyncio.sleep(0)
+
+    coro = cs.collect(endless())
+    driven = contextvars.copy_context()  # as a task drives it: in a context of its own
+    driven.run(coro.send, None)  # collect is inside its timer now, suspended
+    contextvars.Context().run(coro.close)  # closed elsewhere, as the garbage collector may: no error
+    assert driven.run(cs.protocol._clock.current_marks) is not None  # that task's context, left to it
+    assert cs.protocol._clock.current_marks() is None  # and nothing leaked into this one

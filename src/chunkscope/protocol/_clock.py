@@ -58,4 +58,7 @@ def marking(clock: Callable[[], float], start: float) -> Iterator[WireMarks]:
     try:
         yield marks
     finally:
-        _CURRENT.reset(token)
+        # A coroutine dropped unfinished is closed wherever it is collected, in another context:
+        # there is nothing of this one to restore there.
+        with contextlib.suppress(ValueError):
+            _CURRENT.reset(token)
