@@ -231,7 +231,7 @@ class SseAdapter(LlmAdapter):
                 body_reader = _Body(encoding, self.max_body_bytes)
                 feed = translator.feed
                 done = False
-                marks = current_marks()  # the timer's first-byte and first-event marks, if timed
+                unmarked = current_marks()  # the timer's marks, until the first event is marked
                 while True:
                     try:
                         raw = await guard.run(_next(raw_reads))
@@ -245,12 +245,13 @@ class SseAdapter(LlmAdapter):
                         break
                     if done:
                         continue  # read to the end so the connection can be reused
-                    if marks is not None and marks.first_event_s is None:
-                        marks.byte()
+                    if unmarked is not None:
+                        unmarked.byte()
                     for piece in body_reader.pieces(raw):
                         for event in decoder.feed(piece):
-                            if marks is not None and marks.first_event_s is None:
-                                marks.event()
+                            if unmarked is not None:
+                                unmarked.event()
+                                unmarked = None  # one local test per event from here on
                             chunks = feed(event)
                             if translator.done:
                                 tail = chunks  # yielded after the connection is released

@@ -21,11 +21,10 @@ before any I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from chunkscope.protocol import (
-    AnyBlock,
     LlmError,
     Message,
     ReasoningBlock,
@@ -35,7 +34,7 @@ from chunkscope.protocol import (
 )
 
 from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
-from .._failures import loads
+from .._request import only_in, only_text, text_parts, tool_arguments
 from .._sent import SentOptions, listed
 
 __all__ = [
@@ -65,10 +64,6 @@ THINKING_EFFORTS = ReasoningInfo(
 """The reasoning efforts of a model with extended thinking; no default (unset = the API's default)."""
 
 
-def _unsupported(message: str) -> LlmError:
-    return LlmError(message, "UNSUPPORTED_OPTION")
-
-
 def thinking_config(effort: str | None, max_tokens: int | None) -> tuple[dict[str, Any] | None, int]:
     """The ``thinking`` object for ``effort`` and the ``max_tokens`` to send with it.
 
@@ -95,53 +90,6 @@ def thinking_config(effort: str | None, max_tokens: int | None) -> tuple[dict[st
     return {"type": "enabled", "budget_tokens": max(1, min(budget, max_tokens - 1))}, max_tokens
 
 
-def _text_of(blocks: Sequence[AnyBlock], where: str) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if not isinstance(block, TextBlock):
-            raise _unsupported(f"{where}: only text blocks can be sent there, not {block.type!r}")
-        parts.append(block.text)
-    return "".join(parts)
-
-
-def _tool_input(block: ToolCallBlock) -> dict[str, Any]:
-    try:
-        value = loads(block.arguments) if block.arguments.strip() else {}
-    except ValueError as exc:
-        raise _unsupported(
-            f"tool call {block.name!r} ({block.id}): its arguments are not JSON, and Anthropic's "
-            "tool_use input must be a JSON object"
-        ) from exc
-    if not isinstance(value, dict):
-        raise _unsupported(
-            f"tool call {block.name!r} ({block.id}): its arguments are JSON but not an object, "
-            "and Anthropic's tool_use input must be a JSON object"
-        )
-    return value
-
-
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    for item in block.content:
-        if not isinstance(item, TextBlock):
-            raise _unsupported(
-                f"tool result for {block.tool_call_id}: only text content can be sent, not {item.type!r}"
-            )
-        if item.text:
-            content.append({"type": "text", "text": item.text})
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id, "content": content}
-    if block.is_error is not None:
-        out["is_error"] = block.is_error
-    return out
-
-
-def _only_in(role: str, allowed: str, what: str) -> None:
-    """``UNSUPPORTED_OPTION`` unless a block of kind ``what`` sits in a message of its ``allowed`` role."""
-    if role != allowed:
-        article = "an" if allowed[0] in "aeiou" else "a"
-        raise _unsupported(f"{what} can only be sent in {article} {allowed} message, not {role}")
-
-
 def _message(message: Message, signature_of: Callable[[str], str | None]) -> dict[str, Any] | None:
     content: list[dict[str, Any]] = []
     role = message.role
@@ -150,14 +98,14 @@ def _message(message: Message, signature_of: Callable[[str], str | None]) -> dic
             if block.text:
                 content.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolCallBlock):
-            _only_in(role, "assistant", "a tool-call block")
-            arguments = _tool_input(block)
+            only_in(role, "assistant", "a tool-call block")
+            arguments = tool_arguments(block, "Anthropic's tool_use input")
             content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
         elif isinstance(block, ToolResultBlock):
-            _only_in(role, "user", "a tool-result block")
+            only_in(role, "user", "a tool-result block")
             content.append(_tool_result(block))
         elif isinstance(block, ReasoningBlock):
-            _only_in(role, "assistant", "a reasoning block")
+            only_in(role, "assistant", "a reasoning block")
             signature = signature_of(block.text)
             if signature is not None:
                 content.append({"type": "thinking", "thinking": block.text, "signature": signature})
@@ -182,7 +130,7 @@ def _conversation(
     messages: list[dict[str, Any]] = []
     for message in options.messages:
         if message.role == "system":
-            text = _text_of(message.content, "a system message")
+            text = only_text(message.content, "a system message")
             if text:
                 system.append(text)
             continue
@@ -226,3 +174,11 @@ def sent_options(body: dict[str, Any]) -> SentOptions:
     tools = [t.get("name") for t in listed(body.get("tools")) if isinstance(t, dict)]
     stops = listed(body.get("stop_sequences"))
     return SentOptions(body.get("system"), stops, tools, body.get("max_tokens"), body.get("temperature"))
+
+
+def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    content = [{"type": "text", "text": text} for text in text_parts(block)]
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id, "content": content}
+    if block.is_error is not None:
+        out["is_error"] = block.is_error
+    return out

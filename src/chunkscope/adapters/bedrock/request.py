@@ -38,7 +38,7 @@ from typing import Any
 from chunkscope.protocol import LlmError, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 from .._base import GenerateOptions, ReasoningEffort, ReasoningInfo
-from .._failures import loads
+from .._request import only_in, only_text, text_parts, tool_arguments
 from .._sent import SentOptions, listed
 
 __all__ = [
@@ -99,10 +99,6 @@ def model_family(model: str) -> str | None:
     return None
 
 
-def _unsupported(message: str) -> LlmError:
-    return LlmError(message, "UNSUPPORTED_OPTION")
-
-
 def reasoning_fields(
     model: str, effort: str | None, max_tokens: int | None
 ) -> tuple[dict[str, Any], int | None]:
@@ -128,49 +124,6 @@ def reasoning_fields(
     return {"thinking": {"type": "enabled", "budget_tokens": max(1, min(budget, max_tokens - 1))}}, max_tokens
 
 
-def _text_of(message: Message) -> str:
-    parts: list[str] = []
-    for block in message.content:
-        if not isinstance(block, TextBlock):
-            raise _unsupported(f"a system message: only text blocks can be sent there, not {block.type!r}")
-        parts.append(block.text)
-    return "".join(parts)
-
-
-def _tool_input(block: ToolCallBlock) -> dict[str, Any]:
-    try:
-        value = loads(block.arguments) if block.arguments.strip() else {}
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise _unsupported(
-            f"tool call {block.name!r} ({block.id}): its arguments are not a JSON object, and "
-            "Bedrock's toolUse input must be one"
-        )
-    return value
-
-
-def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    for item in block.content:
-        if not isinstance(item, TextBlock):
-            raise _unsupported(
-                f"tool result for {block.tool_call_id}: only text content can be sent, not {item.type!r}"
-            )
-        if item.text:
-            content.append({"text": item.text})
-    result: dict[str, Any] = {"toolUseId": block.tool_call_id, "content": content}
-    if block.is_error is not None:
-        result["status"] = "error" if block.is_error else "success"
-    return {"toolResult": result}
-
-
-def _only_in(role: str, allowed: str, what: str) -> None:
-    if role != allowed:
-        article = "an" if allowed[0] in "aeiou" else "a"
-        raise _unsupported(f"{what} can only be sent in {article} {allowed} message, not {role}")
-
-
 def _message(message: Message) -> dict[str, Any] | None:
     content: list[dict[str, Any]] = []
     role = message.role
@@ -179,15 +132,21 @@ def _message(message: Message) -> dict[str, Any] | None:
             if block.text:
                 content.append({"text": block.text})
         elif isinstance(block, ToolCallBlock):
-            _only_in(role, "assistant", "a tool-call block")
+            only_in(role, "assistant", "a tool-call block")
             content.append(
-                {"toolUse": {"toolUseId": block.id, "name": block.name, "input": _tool_input(block)}}
+                {
+                    "toolUse": {
+                        "toolUseId": block.id,
+                        "name": block.name,
+                        "input": tool_arguments(block, "Bedrock's toolUse input"),
+                    }
+                }
             )
         elif isinstance(block, ToolResultBlock):
-            _only_in(role, "user", "a tool-result block")
+            only_in(role, "user", "a tool-result block")
             content.append(_tool_result(block))
         elif isinstance(block, ReasoningBlock):
-            _only_in(role, "assistant", "a reasoning block")  # left out (module docstring)
+            only_in(role, "assistant", "a reasoning block")  # left out (module docstring)
     if not content:
         return None  # the API refuses empty content
     return {"role": role, "content": content}
@@ -209,7 +168,7 @@ def build_body(options: GenerateOptions) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for message in options.messages:
         if message.role == "system":
-            text = _text_of(message)
+            text = only_text(message.content, "a system message")
             if text:
                 system.append({"text": text})
             continue
@@ -255,3 +214,11 @@ def sent_options(body: dict[str, Any]) -> SentOptions:
         inference.get("maxTokens"),
         inference.get("temperature"),
     )
+
+
+def _tool_result(block: ToolResultBlock) -> dict[str, Any]:
+    content = [{"text": text} for text in text_parts(block)]
+    result: dict[str, Any] = {"toolUseId": block.tool_call_id, "content": content}
+    if block.is_error is not None:
+        result["status"] = "error" if block.is_error else "success"
+    return {"toolResult": result}

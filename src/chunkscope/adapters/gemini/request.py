@@ -26,13 +26,13 @@ Anything the wire cannot carry raises ``LlmError`` ``UNSUPPORTED_OPTION`` before
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from chunkscope.protocol import AnyBlock, LlmError, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from chunkscope.protocol import LlmError, Message, TextBlock, ToolCallBlock, ToolResultBlock
 
 from .._base import GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
-from .._failures import loads
+from .._request import only_text, tool_arguments, unsupported
 from .._sent import SentOptions, listed
 from .translate import MADE_UP_ID_PREFIX
 
@@ -60,10 +60,6 @@ LEVEL_EFFORTS = ReasoningInfo(
     tuple(ReasoningEffort(level, level.title(), f"thinkingLevel {level}") for level in ("low", "high"))
 )
 """Gemini 3 Pro: ``thinkingLevel`` low or high (thinking cannot be turned off)."""
-
-
-def _unsupported(message: str) -> LlmError:
-    return LlmError(message, "UNSUPPORTED_OPTION")
 
 
 def thinking_config(model: str, effort: str | None, info: ModelInfo | None) -> dict[str, Any] | None:
@@ -94,31 +90,6 @@ def thinking_config(model: str, effort: str | None, info: ModelInfo | None) -> d
     return {"includeThoughts": True, "thinkingBudget": budget}
 
 
-def _text(blocks: Sequence[AnyBlock], where: str) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if not isinstance(block, TextBlock):
-            raise _unsupported(f"{where}: only text blocks can be sent there, not {block.type!r}")
-        parts.append(block.text)
-    return "".join(parts)
-
-
-def _args(block: ToolCallBlock) -> dict[str, Any]:
-    try:
-        value = loads(block.arguments) if block.arguments.strip() else {}
-    except ValueError as exc:
-        raise _unsupported(
-            f"tool call {block.name!r} ({block.id}): its arguments are not JSON, and Gemini's "
-            "functionCall args must be a JSON object"
-        ) from exc
-    if not isinstance(value, dict):
-        raise _unsupported(
-            f"tool call {block.name!r} ({block.id}): its arguments are not a JSON object, "
-            "as Gemini's functionCall args must be"
-        )
-    return value
-
-
 def _wire_id(call_id: str) -> str | None:
     """The id to send: a wire id as it came, none for one this package made up."""
     return None if call_id.startswith(MADE_UP_ID_PREFIX) else call_id
@@ -146,24 +117,27 @@ class _Contents:
                     self.add(role, {"text": block.text})
             elif isinstance(block, ToolCallBlock):
                 if role != "model":
-                    raise _unsupported(
+                    raise unsupported(
                         f"a tool-call block can only be sent in an assistant message, not {message.role}"
                     )
                 self.add(role, self._call(block))
             elif isinstance(block, ToolResultBlock):
                 if role != "user":
-                    raise _unsupported(
+                    raise unsupported(
                         f"a tool-result block can only be sent in a user message, not {message.role}"
                     )
                 self.add(role, self._result(block))
             elif role != "model":  # reasoning: only an assistant's, and left out (see the module)
-                raise _unsupported(
+                raise unsupported(
                     f"a reasoning block can only be sent in an assistant message, not {message.role}"
                 )
 
     def _call(self, block: ToolCallBlock) -> dict[str, Any]:
         self.names[block.id] = block.name
-        call: dict[str, Any] = {"name": block.name, "args": _args(block)}
+        call: dict[str, Any] = {
+            "name": block.name,
+            "args": tool_arguments(block, "Gemini's functionCall args"),
+        }
         wire_id = _wire_id(block.id)
         if wire_id is not None:
             call["id"] = wire_id
@@ -176,11 +150,11 @@ class _Contents:
     def _result(self, block: ToolResultBlock) -> dict[str, Any]:
         name = self.names.get(block.tool_call_id)
         if name is None:
-            raise _unsupported(
+            raise unsupported(
                 f"tool result for {block.tool_call_id}: no earlier tool call has that id, and Gemini's "
                 "functionResponse must name the function it answers"
             )
-        text = _text(block.content, f"tool result for {block.tool_call_id}")
+        text = only_text(block.content, f"tool result for {block.tool_call_id}")
         response: dict[str, Any] = {"name": name, "response": {"error" if block.is_error else "output": text}}
         wire_id = _wire_id(block.tool_call_id)
         if wire_id is not None:
@@ -199,7 +173,7 @@ def build_body(
     contents = _Contents(signature_of)
     for message in options.messages:
         if message.role == "system":
-            text = _text(message.content, "a system message")
+            text = only_text(message.content, "a system message")
             if text:
                 system.append(text)
         else:
