@@ -23,14 +23,12 @@ import json
 import logging
 import os
 import queue
-import re
 import socket
 import ssl
 import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, MutableMapping
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,10 +37,10 @@ import httpx
 import uvicorn
 
 from chunkscope.protocol import LlmError, StreamResult
-from chunkscope.sources.recording import recording_header, recording_line
 from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
+from ._record import write_recording
 from ._redact import ByteMask, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
@@ -386,7 +384,7 @@ class Tap:
                 tags={"via": "tap", "path": call.path.partition("?")[0]},
             )
             if self.record is not None and call.wire is not None:
-                call.recording = str(_write_recording(self.record, call, result))
+                call.recording = str(write_recording(self.record, call, result))
         finally:
             call._ended(result)
 
@@ -515,32 +513,3 @@ async def _disconnected(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _write_recording(folder: Path, call: TapCall, result: StreamResult) -> Path:
-    """Write ``call`` as a recording ``ReplayAdapter`` replays; whole (temp file + rename) or not at all."""
-    name = f"{call.id:05d}-{call.wire}-{_UNSAFE.sub('_', call.model or 'unknown')[:60]}.jsonl"
-    path = folder / name
-    header = recording_header(
-        provider=call.wire,
-        model=call.model,
-        adapter="Tap",
-        started=datetime.fromtimestamp(call.started_at, UTC).isoformat(timespec="milliseconds"),
-        method=call.method,
-        path=call.path,
-        status=call.status,
-    )
-    lines = [recording_line(header)]
-    for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
-        body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-        lines.append(recording_line({"t": round(t, 6), "chunk": body}))
-    if result.error is not None:
-        t = call.timings.total_s or 0.0
-        lines.append(recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()}))
-    temporary = path.with_suffix(".jsonl.part")
-    temporary.write_bytes(b"".join(lines))
-    os.replace(temporary, path)
-    return path
