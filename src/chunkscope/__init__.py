@@ -66,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     # provider
     **dict.fromkeys(["LocalProvider", "SCENARIOS", "Scenario", "get_scenario"], ".provider"),
     # the tap (issue 19): a reverse proxy that shows, checks and records any app's streams
-    **dict.fromkeys(["Tap", "TapCall"], ".tap"),
+    **dict.fromkeys(["Tap", "TapCall", "TapReplay"], ".tap"),
     # notebook
     **dict.fromkeys(["Timeline", "show"], ".notebook"),
     # conformance (issue 11): the kit, its report, and the grid widget
@@ -259,6 +259,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .sources import write_chunks as write_chunks
     from .tap import Tap as Tap
     from .tap import TapCall as TapCall
+    from .tap import TapReplay as TapReplay
     from .usage import OTEL_ATTRIBUTES as OTEL_ATTRIBUTES
     from .usage import DshAttempt as DshAttempt
     from .usage import DshLogError as DshLogError

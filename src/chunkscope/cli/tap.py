@@ -2,12 +2,16 @@
 
 Options: ``--port N`` (default a free one), ``--host H`` (default 127.0.0.1;
 anything else listens on the network and says so loudly), ``--wire
-auto|openai|anthropic``, ``--record DIR`` (one recording per call),
+auto|<a wire's name>``, ``--record DIR`` (one recording per call),
 ``--usage FILE.parquet`` (the usage frame, written at exit). On a terminal
 the table updates in place (rich); piped, one line per finished call.
 Ctrl-C (or SIGTERM) stops the tap cleanly: open streams end, every
 recording is complete and the usage file written before it exits 0.
 Exit 2: a bad value (one line naming the flag) or a port that cannot be listened on.
+
+``chunkscope tap --replay DIR`` shows recorded calls in the same table instead
+(parsed again from their raw reads, as the tap parsed them); ``--live``
+replays them at their original timing. Exit 2: a file that is not a recording.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import warnings
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from chunkscope._wires import WIRE_FACTS
+
 if TYPE_CHECKING:
-    from chunkscope.tap import Tap, TapCall
+    from chunkscope.tap import Tap, TapCall, TapReplay
 
 __all__ = ["TAP_HELP", "add_tap_parser", "run_tap"]
 
@@ -53,10 +59,10 @@ def call_row(call: TapCall) -> list[str]:
 _COLUMNS = ["#", "wire", "model", "status", "TTFT", "duration", "chunks", "in/out", "violations", "code"]
 
 
-def _table(tap: Tap, last: int = 30) -> Any:
+def _table(tap: Tap | TapReplay, last: int = 30) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"chunkscope tap {tap.base_url} → {tap.upstream}", expand=False)
+    table = Table(title=f"chunkscope tap {tap.where}", expand=False)
     for name in _COLUMNS:
         table.add_column(name, no_wrap=True)
     for call in tap.calls[-last:]:
@@ -66,7 +72,7 @@ def _table(tap: Tap, last: int = 30) -> Any:
     return table
 
 
-def _print_done(tap: Tap, shown: int) -> int:
+def _print_done(tap: Tap | TapReplay, shown: int) -> int:
     """Print a line for each finished call with an id above ``shown``, in order; the last id printed."""
     for call in list(tap.calls):
         if call.id <= shown:
@@ -147,16 +153,56 @@ def run_tap(
     return 0
 
 
+def run_replay(*, source: str, live: bool = False, screen: bool | None = None) -> int:
+    """Show the calls recorded in ``source`` in the tap's table; 0, or 2 for a file that is not one."""
+    from chunkscope.sources import SourceError
+    from chunkscope.tap import TapReplay
+
+    try:
+        replay = TapReplay(source, live=live)
+    except (SourceError, OSError) as exc:
+        print(f"chunkscope tap: --replay {source}: {exc}", file=sys.stderr)
+        return 2
+    screen = sys.stdout.isatty() if screen is None else screen
+    shown = 0
+    try:
+        if screen:
+            from rich.live import Live
+
+            with Live(_table(replay), refresh_per_second=4) as view:
+                while not replay.wait(0.25):
+                    view.update(_table(replay))
+                view.update(_table(replay))
+        else:
+            print(f"chunkscope tap: {replay.where}", flush=True)
+            while not replay.wait(0.1):
+                shown = _print_done(replay, shown)
+            shown = _print_done(replay, shown)
+    except KeyboardInterrupt:
+        replay.close()
+    failed = sum(1 for call in replay.calls if call.error_code)
+    print(f"chunkscope tap: {len(replay.calls)} calls replayed, {failed} failed")
+    return 0
+
+
 def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``chunkscope tap``."""
     parser = subparsers.add_parser("tap", help=TAP_HELP, description=TAP_HELP)
-    parser.add_argument("--upstream", required=True, metavar="URL", help="the provider to forward to")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--upstream", metavar="URL", help="the provider to forward to")
+    source.add_argument(
+        "--replay", metavar="DIR", help="show the calls recorded in DIR (by --record) instead of tapping"
+    )
+    parser.add_argument("--live", action="store_true", help="with --replay: replay at the original timing")
     parser.add_argument("--port", default="0", metavar="N", help="port to listen on (default: a free one)")
     parser.add_argument(
         "--host", default="127.0.0.1", metavar="H", help="address to listen on (default 127.0.0.1 only)"
     )
     parser.add_argument(
-        "--wire", default="auto", metavar="WIRE", help="auto (from the request path), openai or anthropic"
+        "--wire",
+        default="auto",
+        metavar="WIRE",
+        help=f"auto (from the request path), or one of {', '.join(WIRE_FACTS)}",
     )
     parser.add_argument("--record", default=None, metavar="DIR", help="write each call as a recording")
     parser.add_argument("--usage", default=None, metavar="FILE.parquet", help="write the usage frame at exit")
@@ -164,6 +210,8 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def _handle_tap(args: argparse.Namespace) -> int:
+    if args.replay is not None:
+        return run_replay(source=args.replay, live=args.live)
     text = str(args.port)
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         print(

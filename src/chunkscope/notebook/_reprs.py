@@ -184,6 +184,8 @@ def enable(ip: Any = None) -> bool:
     # A displayed Tap shows its live table of calls (the tap layer knows nothing of notebooks).
     for module in ("chunkscope", "chunkscope.tap._proxy"):
         hooks.for_type_by_name(module, "Tap", _display_tap)
+    for module in ("chunkscope", "chunkscope.tap._replay"):  # recorded calls in the same table
+        hooks.for_type_by_name(module, "TapReplay", _display_tap)
     _ENABLED.add(id(ip))
     return True
 

@@ -90,6 +90,8 @@ class TapCall:
     """The recording file's path, once written (``Tap(record=DIR)``)."""
     clock_start: float = 0.0
     """The request's start on the tap's clock (``now()``), so a follower can tell live time."""
+    forward_failure: LlmError | None = None
+    """What went wrong on the forwarding side (an upstream drop, a client abort), as it ended."""
     chunk_times: list[float] = field(default_factory=list, repr=False)
     """The arrival time of the read that gave each chunk, from the request's start (live)."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -363,6 +365,7 @@ class Parser:
         """The call ended (``outcome``: the forwarding side's failure, e.g. a drop or an abort)."""
         call = self.call
         call.timings.total_s = t
+        call.forward_failure = outcome  # a replay of the recorded reads ends the same way
         error = self.failure
         if error is None and self.kind == "sse" and (outcome is None or outcome.code == "ABORTED"):
             ended = self._end(t)

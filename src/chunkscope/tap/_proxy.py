@@ -198,6 +198,12 @@ class Tap:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
+    def where(self) -> str:
+        """``base_url → upstream`` (``(stopped) → upstream`` when not running): the table's title."""
+        upstream = str(self.upstream)
+        return f"{self.base_url} → {upstream}" if self._bound is not None else f"(stopped) → {upstream}"
+
+    @property
     def running(self) -> bool:
         """True between ``start()`` and ``stop()``."""
         return self._thread is not None and self._thread.is_alive()

@@ -53,7 +53,10 @@ COLUMNS = (
 
 
 class TapTable(StaticCopyWidget):
-    """The live table of ``tap.calls`` (the last ``last`` of them), growing as calls arrive."""
+    """The live table of ``tap.calls`` (the last ``last`` of them), growing as calls arrive.
+
+    ``tap``: a running ``Tap``, or a ``TapReplay`` of recorded calls (anything with ``calls`` and
+    ``where``)."""
 
     _esm = _HERE / "tap_table.js"
     _css = _HERE / "tap_table.css"
@@ -136,11 +139,7 @@ class TapTable(StaticCopyWidget):
 
     def state(self) -> dict[str, Any]:
         """What the front end draws: the columns, the rows, where the tap listens."""
-        try:
-            where = f"{self.tap.base_url} → {self.tap.upstream}"
-        except RuntimeError:
-            where = f"(stopped) → {self.tap.upstream}"
-        return {"columns": [list(c) for c in COLUMNS], "rows": self.rows(), "where": where}
+        return {"columns": [list(c) for c in COLUMNS], "rows": self.rows(), "where": self.tap.where}
 
     def _push(self) -> bool:
         text = json.dumps(self.state(), ensure_ascii=False, allow_nan=False, default=str)

@@ -1,0 +1,304 @@
+"""``TapReplay``: recorded calls in the tap's own view, parsed again from their raw reads as live.
+
+``TapReplay(DIR)`` (or a list of recording files) reads every recording,
+oldest call first, and gives what a ``Tap`` gives: ``calls`` (each a
+``TapCall``), ``usage`` (a ``UsageLog``, one row per call) and, displayed in
+a notebook, the same live table whose rows open each call's timeline. A
+tap's recording holds the raw reads, so the tap's own parser reads them
+again: the chunks, violations, error code and timing points are the ones
+the tap found live. Any other recording (``RecordingAdapter``'s) shows the
+chunks it holds. ``live=True`` replays at the original timing: each call
+appears when it began (relative to the first) and streams its reads as they
+arrived. A file that is not a recording is a ``RecordingFileError`` naming
+it, raised before anything is shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from chunkscope.protocol import LlmError, LlmFailure, StreamResult, Timings
+from chunkscope.sources.recording import Recording, RecordingFileError
+from chunkscope.usage import UsageLog
+
+from ._call import Parser, TapCall, TapTimings, now
+from ._redact import ByteMask
+from ._wires import Wire, wire_named
+
+__all__ = ["TapReplay"]
+
+_TIMING_FIELDS = ("headers_s", "first_byte_s", "first_event_s", "first_content_s", "first_text_s", "total_s")
+
+
+class _Planned:
+    """One recorded call, ready to be replayed: the call, its parser (None: chunks only), its steps."""
+
+    def __init__(self, call: TapCall, parser: Parser | None, recording: Recording, offset: float) -> None:
+        self.call = call
+        self.parser = parser
+        self.recording = recording
+        self.offset = offset  # seconds after the first recorded call began
+        recorded = recording.header.get("tap") or {}
+        self.headers_s = _seconds(recorded.get("timings", {}).get("headers_s")) or 0.0
+        failure = recorded.get("forward_failure")
+        self.outcome = _failure(failure) if isinstance(failure, dict) else None
+        times = [t for t, _ in recording.reads] + [t for t, _ in recording.entries]
+        total = _seconds(recorded.get("timings", {}).get("total_s"))
+        self.total_s = total if total is not None else max([*times, recording.error_t or 0.0])
+
+
+class TapReplay:
+    """Recorded calls shown as a ``Tap`` shows live ones: ``calls``, ``usage``, the notebook's table.
+
+    ``source``: a folder (every ``*.jsonl`` in it) or recording files.
+    ``live``: replay at the original timing in a background thread
+    (``wait()`` until it ends, ``close()`` to stop it: a call cut short ends
+    ABORTED); otherwise every call is parsed before the constructor returns.
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        live: bool = False,
+        usage: UsageLog | None = None,
+    ) -> None:
+        if isinstance(source, (str, os.PathLike)):
+            folder = Path(source)
+            paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
+            self.source = str(folder)
+        else:
+            paths = [Path(p) for p in source]
+            self.source = f"{len(paths)} files"
+        self.upstream = f"recordings in {self.source}"
+        self.usage = usage if usage is not None else UsageLog()
+        self.calls: list[TapCall] = []
+        """The replayed calls, oldest first; in a live replay they appear and fill in as recorded."""
+        self._stop = threading.Event()
+        self._plan = _plan([(path, Recording.read(path)) for path in paths])  # every file read first
+        self._thread: threading.Thread | None = None
+        if live:
+            self._thread = threading.Thread(
+                target=self._replay_live, name="chunkscope-tap-replay", daemon=True
+            )
+            self._thread.start()
+        else:
+            for planned in self._plan:
+                self.calls.append(planned.call)
+                self._run(planned, wait=False)
+
+    @property
+    def where(self) -> str:
+        """What the table's title says: where the calls come from."""
+        return f"replay of {len(self._plan)} recorded calls in {self.source}"
+
+    @property
+    def running(self) -> bool:
+        """True while a live replay still streams."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every call was replayed (True) or ``timeout`` seconds passed (False)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    def close(self) -> None:
+        """Stop a live replay; a call it cut short ends ABORTED (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> TapReplay:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        failed = sum(1 for call in self.calls if call.error_code)
+        return f"<TapReplay {self.source} calls={len(self.calls)} failed={failed}>"
+
+    # --- replaying ---------------------------------------------------------------------
+
+    def _replay_live(self) -> None:
+        begun = now()
+        for planned in self._plan:
+            if self._stop.wait(max(0.0, begun + planned.offset - now())):
+                return
+            planned.call.clock_start = now()
+            self.calls.append(planned.call)
+            if not self._run(planned, wait=True):
+                return
+
+    def _sleep_until(self, call: TapCall, t: float, wait: bool) -> bool:
+        """Wait (live) until ``t`` seconds into ``call``; False when the replay was closed."""
+        return not wait or not self._stop.wait(max(0.0, call.clock_start + t - now()))
+
+    def _run(self, planned: _Planned, *, wait: bool) -> bool:
+        """Replay one call to its end; False when a live replay was closed in the middle of it."""
+        call, parser, recording = planned.call, planned.parser, planned.recording
+        cut = LlmError("the replay was closed while the call streamed", "ABORTED")
+        if parser is not None:
+            if not self._sleep_until(call, planned.headers_s, wait):
+                self._end(planned, parser.finish(planned.headers_s, cut))
+                return False
+            parser.head()
+            for t, data in recording.reads:
+                if not self._sleep_until(call, t, wait):
+                    self._end(planned, parser.finish(t, cut))
+                    return False
+                call.reads.append((t, data))
+                parser.read(t, data)
+            self._sleep_until(call, planned.total_s, wait)
+            self._end(planned, parser.finish(planned.total_s, planned.outcome))
+            return True
+        for t, chunk in recording.entries:  # a recording of chunks only: shown as recorded
+            if not self._sleep_until(call, t, wait):
+                self._end(planned, call._inspector.result(cut))
+                return False
+            call._chunk(t, chunk)
+        error = LlmError.from_failure(recording.error) if recording.error is not None else None
+        result = call._inspector.result(error)
+        result.timings = Timings.of_arrivals(
+            call.chunk_times, total_s=planned.total_s, started_at=call.started_at
+        )
+        call.timings.total_s = planned.total_s
+        self._end(planned, result)
+        return True
+
+    def _end(self, planned: _Planned, result: StreamResult) -> None:
+        call = planned.call
+        call.result = result
+        try:
+            self.usage.record(
+                result,
+                provider=call.wire or str(planned.recording.header.get("provider") or "unknown"),
+                model=call.model or "unknown",
+                tags={"via": "tap-replay", "path": call.path.partition("?")[0]},
+            )
+        finally:
+            call._ended(result)
+
+
+# --- reading the recordings -------------------------------------------------------------
+
+
+def _plan(recordings: list[tuple[Path, Recording]]) -> list[_Planned]:
+    """Each recording as a call to replay, oldest first (by when it began, then by file name)."""
+    began = [(_began(recording), path.name, path, recording) for path, recording in recordings]
+    began.sort(key=lambda item: (item[0] is None, item[0] or 0.0, item[1]))
+    first = next((b for b, *_ in began if b is not None), 0.0)
+    plan = []
+    for number, (start, _, path, recording) in enumerate(began, 1):
+        call, parser = _call(number, path, recording)
+        plan.append(_Planned(call, parser, recording, max(0.0, (start or first) - first)))
+    return plan
+
+
+def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parser | None]:
+    """The recording's call, before anything of its answer; its parser when it holds raw reads."""
+    header = recording.header
+    recorded = header.get("tap")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    where = f"{path}: the tap's "
+    wire = _wire(header.get("provider"))
+    call = TapCall(
+        id=number,
+        method=_text(header.get("method"), "GET"),
+        path=_text(header.get("path"), ""),
+        wire=wire.name if wire is not None else _text(header.get("provider"), "") or None,
+        model=_text(header.get("model"), "") or None,
+        request_headers=_pairs(recorded.get("request_headers"), where + "'request_headers'", path),
+        request_body=_body(recorded, where, path),
+        started_at=_began(recording) or 0.0,
+        status=header.get("status") if isinstance(header.get("status"), int) else None,
+        response_headers=_pairs(recorded.get("response_headers"), where + "'response_headers'", path),
+        timings=TapTimings(),
+        clock_start=now(),
+        recording=str(path),
+    )
+    if not recorded or (not recording.reads and recording.entries):
+        return call, None  # chunks only (RecordingAdapter's recording, or an older tap's)
+    headers_s = _seconds(recorded.get("timings", {}).get("headers_s"))
+    call.timings.headers_s = headers_s
+    # No credential survives in a recording (masked when written), so there is none to mask.
+    return call, Parser(call, wire, f"the recording {path.name}", (), ByteMask(()))
+
+
+def _began(recording: Recording) -> float | None:
+    """When the recorded call began (seconds since the epoch), from the tap's field or the ISO time."""
+    recorded = recording.header.get("tap")
+    if isinstance(recorded, dict):
+        value = _seconds(recorded.get("started_at"))
+        if value is not None:
+            return value
+    started = recording.header.get("started")
+    if isinstance(started, str):
+        try:
+            return datetime.fromisoformat(started).timestamp()
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def _wire(name: Any) -> Wire | None:
+    if not isinstance(name, str):
+        return None
+    try:
+        return wire_named(name)
+    except ValueError:
+        return None  # a provider's name (RecordingAdapter's), not a wire the tap parses
+
+
+def _text(value: Any, default: str) -> str:
+    return value if isinstance(value, str) else default
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 and value < 1e12:
+        return float(value)
+    return None
+
+
+def _pairs(value: Any, what: str, path: Path) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)
+        for pair in value
+    ):
+        raise RecordingFileError(f"{what} is not a list of [name, value] pairs", str(path), 1)
+    return [(name, header) for name, header in value]
+
+
+def _body(recorded: dict[str, Any], where: str, path: Path) -> bytes:
+    text = recorded.get("request_body")
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogatepass")
+    encoded = recorded.get("request_body_base64")
+    if isinstance(encoded, str):
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise RecordingFileError(where + "'request_body_base64' is not base64", str(path), 1) from None
+    return b""
+
+
+def _failure(value: dict[str, Any]) -> LlmError | None:
+    try:
+        return LlmError.from_failure(LlmFailure.model_validate(value))
+    except ValidationError:
+        return None
