@@ -153,4 +153,12 @@ def test_notebook_05_tap_runs_with_the_table_and_a_calls_timeline_on_screen(lab:
     shown = finished_timelines(page)
     opened = [state for title, (state, _) in shown.items() if title.startswith("#1 openai reasoning")]
     assert opened == ["done"], shown
+    # the recordings replayed in the same table: the same three calls, the same badge
+    replayed = page.locator(".cs-tap-table").nth(1)
+    replayed.wait_for(state="attached")
+    page.wait_for_function(
+        "el => el.querySelectorAll('tbody tr:not(.cs-tap-running)').length === 3", arg=replayed.element_handle()
+    )
+    assert replayed.locator(".cs-tap-badge").all_text_contents() == ["RATE_LIMIT"]
+    assert "replay of 3 recorded calls" in replayed.inner_text()
     lab.screenshot("notebook-05-tap-any-app.png")
