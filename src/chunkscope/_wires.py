@@ -39,6 +39,9 @@ class WireFacts:
             the answer (a content-filter finish; the ``fault-content-filter`` scenario).
         request_path: how the path of this wire's model call ends (the tap tells a call's
             wire by it).
+        whole_path: how the path of its non-streaming call ends, where that differs from
+            ``request_path`` (Gemini's ``:generateContent``, Bedrock's ``/converse``); empty
+            when one path serves both (a ``stream`` flag in the body).
         model_in_path: a regular expression whose ``model`` group finds the model in a
             request path, for a wire that names it there (Gemini, Bedrock); empty when the
             model is the body's ``model``.
@@ -55,6 +58,7 @@ class WireFacts:
     dialects: tuple[str, ...]
     withheld_code: str
     request_path: str
+    whole_path: str = ""
     model_in_path: str = ""
     reasoning_tokens: bool = True
 
@@ -109,6 +113,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("partial-args", "crlf-framing"),
             withheld_code="CONTENT_FILTER",  # finishReason SAFETY
             request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
+            whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
         ),
         WireFacts(
@@ -121,6 +126,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=(),  # exception frames and metadata after messageStop are in every stream
             withheld_code="CONTENT_FILTER",  # stopReason guardrail_intervened / content_filtered
             request_path="/converse-stream",  # {root}/model/{modelId}/converse-stream
+            whole_path="/converse",
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,
         ),

@@ -166,6 +166,52 @@ def test_boto3_on_bedrock(provider: cs.LocalProvider, tap: Tap) -> None:
     assert all("Signature=" not in value or "<redacted>" in value for _, value in call.request_headers)
 
 
+def test_the_google_genai_sdk_without_streaming(provider: cs.LocalProvider, tap: Tap) -> None:
+    from google import genai
+    from google.genai import types
+
+    def answer(root: str) -> tuple[str | None, int | None]:
+        client = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=root))
+        reply = client.models.generate_content(model="text", contents="hi")
+        client.close()
+        assert reply.usage_metadata is not None
+        return reply.text, reply.usage_metadata.candidates_token_count
+
+    through, direct = answer(tap.base_url), answer(provider.url)
+    assert through == direct and through[0]
+    call = tap.calls[0]  # :generateContent: one JSON answer, its usage read from the body
+    assert call.wait(5) and call.wire == "gemini" and call.model == "text" and not call.streaming
+    assert call.result is not None and call.result.usage is not None
+    assert call.result.usage.output_tokens == through[1] and call.result.finish is not None
+    assert tap.usage.to_frame()["output_tokens"].tolist() == [through[1]]
+
+
+def test_boto3_converse_without_streaming(provider: cs.LocalProvider, tap: Tap) -> None:
+    import boto3
+    from botocore.config import Config
+
+    def answer(root: str) -> tuple[str, int]:
+        client = boto3.client(
+            "bedrock-runtime",
+            endpoint_url=root,
+            region_name="us-east-1",
+            aws_access_key_id="AKIDTAPTEST",
+            aws_secret_access_key=KEY,
+            config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+        )
+        reply = client.converse(modelId="text", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+        client.close()
+        return reply["output"]["message"]["content"][0]["text"], reply["usage"]["outputTokens"]
+
+    through, direct = answer(tap.base_url), answer(provider.url)
+    assert through == direct and through[0]
+    call = tap.calls[0]  # /converse: one JSON answer, its usage read from the body
+    assert call.wait(5) and call.wire == "bedrock" and call.model == "text" and not call.streaming
+    assert call.result is not None and call.result.usage is not None
+    assert call.result.usage.output_tokens == through[1]
+    assert call.result.finish is not None and call.result.finish.kind == "stop"
+
+
 def curl(url: str) -> bytes:
     command = [
         "curl",

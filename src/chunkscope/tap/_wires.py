@@ -81,10 +81,11 @@ def _model_finder(pattern: str) -> Callable[[str], str | None]:
 
 
 def _row(wire: AdapterWire) -> Wire:
-    suffix = wire.facts.request_path
+    # the streamed call's path and, where the wire has one, its non-streaming call's
+    suffixes = tuple(p for p in (wire.facts.request_path, wire.facts.whole_path) if p)
     return Wire(
         wire.name,
-        lambda path: path.endswith(suffix),
+        lambda path: path.endswith(suffixes),
         wire.translator,
         wire.read_whole,
         media_type=wire.media_type,
