@@ -629,3 +629,27 @@ async def test_the_tool_roundtrip_quotes_the_function_response(provider: LocalPr
     sent = provider.requests[-1]
     assert sent.headers["x-goog-api-key"] == "<redacted>" and API_KEY not in sent.path
     assert sent.model == "tool-roundtrip"
+
+
+async def test_the_key_comes_from_gemini_api_key_else_google_api_key(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = cs.GenerateOptions("google", "text", [{"role": "user", "content": PROMPT}])
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    sent: list[str] = []
+
+    async def note(request: httpx.Request) -> None:
+        sent.append(request.headers["x-goog-api-key"])
+
+    async with httpx.AsyncClient(event_hooks={"request": [note]}) as client:
+        adapter = GeminiAdapter(provider.url, http_client=client)
+        assert repr(adapter).count("<from $GEMINI_API_KEY or $GOOGLE_API_KEY>") == 1
+        missing = await collect(adapter.stream(options))
+        assert missing.error is not None and missing.error.code == "MISSING_CREDENTIAL" and sent == []
+        assert "set GEMINI_API_KEY or GOOGLE_API_KEY" in str(missing.error)
+        monkeypatch.setenv("GOOGLE_API_KEY", "google-key-0123456789")  # the google-genai SDK's other name
+        assert (await collect(adapter.stream(options))).ok
+        monkeypatch.setenv("GEMINI_API_KEY", "gemini-key-0123456789")  # both set: GEMINI_API_KEY first
+        assert (await collect(adapter.stream(options))).ok
+    assert sent == ["google-key-0123456789", "gemini-key-0123456789"]

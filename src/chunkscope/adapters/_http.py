@@ -32,21 +32,25 @@ __all__ = [
 _HEADER_SAFE_KEY = re.compile(r"[\x21-\x7e]+")
 
 
-def resolve_api_key(api_key: str | None, env_var: str | None, *, label: str) -> str:
-    """The API key to send: ``api_key``, else ``os.environ[env_var]``, trimmed.
+def resolve_api_key(api_key: str | None, env_var: str | tuple[str, ...] | None, *, label: str) -> str:
+    """The API key to send: ``api_key``, else the first of the ``env_var`` variables set, trimmed.
 
     Raises ``LlmError`` ``MISSING_CREDENTIAL`` when neither gives a non-blank
     key, ``INVALID_CREDENTIAL`` when the key holds characters an HTTP header
     cannot carry verbatim (non-ASCII, control characters, CR/LF, inner
     spaces). The key itself never appears in the message.
     """
+    names = (env_var,) if isinstance(env_var, str) else (env_var or ())
     raw = api_key
     source = "the api_key argument"
-    if raw is None and env_var is not None:
-        raw = os.environ.get(env_var)
-        source = f"the {env_var} environment variable"
+    if raw is None:
+        for name in names:
+            raw = os.environ.get(name)
+            source = f"the {name} environment variable"
+            if raw is not None and raw.strip():
+                break
     if raw is None or not raw.strip():
-        where = f"pass api_key=... or set {env_var}" if env_var else "pass api_key=..."
+        where = f"pass api_key=... or set {' or '.join(names)}" if names else "pass api_key=..."
         raise LlmError(f"no API key for {label}: {where}", "MISSING_CREDENTIAL")
     key = raw.strip()
     if _HEADER_SAFE_KEY.fullmatch(key) is None:

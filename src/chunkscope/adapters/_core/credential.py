@@ -22,7 +22,7 @@ class Credential:
 
     __slots__ = ("_value", "env")
 
-    def __init__(self, value: str | None, env: str | None) -> None:
+    def __init__(self, value: str | None, env: str | tuple[str, ...] | None) -> None:
         self._value = value
         self.env = env
 
@@ -43,7 +43,10 @@ class Credential:
             return None
 
     def __repr__(self) -> str:
-        return "<set>" if self._value is not None else f"<from ${self.env}>"
+        if self._value is not None:
+            return "<set>"
+        names = (self.env,) if isinstance(self.env, str) else (self.env or ())
+        return f"<from {' or '.join('$' + name for name in names)}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Credential, (None, self.env))

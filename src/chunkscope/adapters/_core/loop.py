@@ -117,7 +117,7 @@ class SseAdapter(LlmAdapter):
 
     path: ClassVar[str] = ""
     api_name: ClassVar[str] = "API"
-    default_api_key_env: ClassVar[str | None] = None
+    default_api_key_env: ClassVar[str | tuple[str, ...] | None] = None
     content_type: ClassVar[str] = "text/event-stream"
     """The media type of the streamed answer (sent as Accept, required of the response)."""
     framing: ClassVar[Callable[[int], Decoder]] = SseDecoder
@@ -144,7 +144,9 @@ class SseAdapter(LlmAdapter):
         self.total_timeout = total_timeout
         self.max_event_bytes = max_event_bytes
         self.max_body_bytes = max_body_bytes
-        env = api_key_env if api_key_env is not None else self.default_api_key_env
+        env: str | tuple[str, ...] | None = (
+            api_key_env if api_key_env is not None else self.default_api_key_env
+        )
         self._credential = Credential(api_key, env)
         self._extra_headers = dict(headers or {})
         self._clients = ClientSlot(http_client, _timeout)

@@ -59,8 +59,9 @@ _SIGNATURES_KEPT = 512  # thought signatures of tool calls remembered for replay
 class GeminiAdapter(SseAdapter):
     """Streams Gemini ``streamGenerateContent`` as StreamChunks.
 
-    ``api_key`` defaults to the ``GEMINI_API_KEY`` environment variable (``api_key_env``
-    names another, e.g. ``GOOGLE_API_KEY``), read when a stream starts; none is
+    ``api_key`` defaults to the ``GEMINI_API_KEY`` environment variable, else
+    ``GOOGLE_API_KEY`` (the two the google-genai SDK reads; ``api_key_env`` names another),
+    read when a stream starts; none is
     ``MISSING_CREDENTIAL``, one no header can carry ``INVALID_CREDENTIAL``. ``models``
     replaces the model table (``GEMINI_MODELS``); ``api_version`` is the path's version
     (``v1beta``: the version with thinking and function-call ids). Every ``GenerateOptions``
@@ -72,7 +73,7 @@ class GeminiAdapter(SseAdapter):
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
     path = "/v1beta/models"
     api_name = "Gemini API"
-    default_api_key_env = "GEMINI_API_KEY"
+    default_api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(
         self,
