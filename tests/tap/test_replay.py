@@ -248,3 +248,14 @@ def test_the_command_line_replays_a_folder(
     bad.write_text("not json\n", encoding="utf-8")
     done = subprocess.run([*run[:-1], str(bad)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and str(bad) in done.stderr
+
+
+def test_a_replay_keeps_only_the_latest_calls_but_every_usage_row(
+    recorded: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    folder, live = recorded
+    replay = TapReplay(folder, keep_calls=2)
+    assert [_seen(call) for call in replay.calls] == live[-2:]  # memory bounded by what is shown
+    assert len(replay.usage.to_frame()) == len(live)
+    with pytest.raises(ValueError, match="keep_calls"):
+        TapReplay(folder, keep_calls=0)

@@ -19,7 +19,7 @@ import base64
 import binascii
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -36,8 +36,6 @@ from ._redact import ByteMask
 from ._wires import Wire, wire_named
 
 __all__ = ["TapReplay"]
-
-_TIMING_FIELDS = ("headers_s", "first_byte_s", "first_event_s", "first_content_s", "first_text_s", "total_s")
 
 
 class _Planned:
@@ -64,6 +62,10 @@ class TapReplay:
     ``live``: replay at the original timing in a background thread
     (``wait()`` until it ends, ``close()`` to stop it: a call cut short ends
     ABORTED); otherwise every call is parsed before the constructor returns.
+    Every file is read through once first, so a bad one is reported before
+    anything is shown; then each is read again at its turn, and ``calls`` keeps
+    the latest ``keep_calls`` (``usage`` keeps every row), so memory stays
+    bounded by what is shown, not by the folder.
     """
 
     def __init__(
@@ -72,7 +74,10 @@ class TapReplay:
         *,
         live: bool = False,
         usage: UsageLog | None = None,
+        keep_calls: int = 1000,
     ) -> None:
+        if keep_calls < 1:
+            raise ValueError("keep_calls must be positive")
         if isinstance(source, (str, os.PathLike)):
             folder = Path(source)
             paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
@@ -82,10 +87,11 @@ class TapReplay:
             self.source = f"{len(paths)} files"
         self.upstream = f"recordings in {self.source}"
         self.usage = usage if usage is not None else UsageLog()
+        self.keep_calls = keep_calls
         self.calls: list[TapCall] = []
-        """The replayed calls, oldest first; in a live replay they appear and fill in as recorded."""
+        """The latest ``keep_calls`` replayed calls, oldest first (live: they appear and fill in)."""
         self._stop = threading.Event()
-        self._plan = _plan([(path, Recording.read(path)) for path in paths])  # every file read first
+        self._order = _order(paths)  # every file read through once here: a bad one raises now
         self._thread: threading.Thread | None = None
         if live:
             self._thread = threading.Thread(
@@ -93,14 +99,27 @@ class TapReplay:
             )
             self._thread.start()
         else:
-            for planned in self._plan:
-                self.calls.append(planned.call)
+            for planned in self._planned():
+                self._show(planned)
                 self._run(planned, wait=False)
+
+    def _planned(self) -> Iterator[_Planned]:
+        """Each call in order, its recording read at its turn (only the calls shown stay in memory)."""
+        first = next((start for start, _, _ in self._order if start is not None), 0.0)
+        for number, (start, _, path) in enumerate(self._order, 1):
+            recording = Recording.read(path)
+            call, parser = _call(number, path, recording)
+            yield _Planned(call, parser, recording, max(0.0, (start or first) - first))
+
+    def _show(self, planned: _Planned) -> None:
+        self.calls.append(planned.call)
+        if len(self.calls) > self.keep_calls:
+            del self.calls[0]
 
     @property
     def where(self) -> str:
         """What the table's title says: where the calls come from."""
-        return f"replay of {len(self._plan)} recorded calls in {self.source}"
+        return f"replay of {len(self._order)} recorded calls in {self.source}"
 
     @property
     def running(self) -> bool:
@@ -135,11 +154,11 @@ class TapReplay:
 
     def _replay_live(self) -> None:
         begun = now()
-        for planned in self._plan:
+        for planned in self._planned():
             if self._stop.wait(max(0.0, begun + planned.offset - now())):
                 return
             planned.call.clock_start = now()
-            self.calls.append(planned.call)
+            self._show(planned)
             if not self._run(planned, wait=True):
                 return
 
@@ -196,16 +215,12 @@ class TapReplay:
 # --- reading the recordings -------------------------------------------------------------
 
 
-def _plan(recordings: list[tuple[Path, Recording]]) -> list[_Planned]:
-    """Each recording as a call to replay, oldest first (by when it began, then by file name)."""
-    began = [(_began(recording), path.name, path, recording) for path, recording in recordings]
-    began.sort(key=lambda item: (item[0] is None, item[0] or 0.0, item[1]))
-    first = next((b for b, *_ in began if b is not None), 0.0)
-    plan = []
-    for number, (start, _, path, recording) in enumerate(began, 1):
-        call, parser = _call(number, path, recording)
-        plan.append(_Planned(call, parser, recording, max(0.0, (start or first) - first)))
-    return plan
+def _order(paths: list[Path]) -> list[tuple[float | None, str, Path]]:
+    """(began, name, path) of each recording, oldest call first (then by file name); each file is
+    read through once, so a bad one raises ``RecordingFileError`` before anything is shown."""
+    order = [(_began(Recording.read(path)), path.name, path) for path in paths]
+    order.sort(key=lambda item: (item[0] is None, item[0] or 0.0, item[1]))
+    return order
 
 
 def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parser | None]:
