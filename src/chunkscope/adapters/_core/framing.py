@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, ClassVar
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent"]
@@ -17,6 +19,50 @@ SseEvent = tuple[str, str]
 """One dispatched SSE event: ``(event_name, data)``; the name is ``"message"`` when none was sent."""
 
 _INFLATE_PIECE = 1 << 20  # decompressed bytes handled per step: peak memory stays near the limits
+
+_after_event = itemgetter(slice(7, None))  # a line's value after ``event: ``
+_after_data = itemgetter(slice(6, None))  # a line's value after ``data: ``
+
+
+def whole_events(text: str, newline: str = "\n") -> list[SseEvent] | None:
+    """The events of ``text`` when every one has a common shape, else None (then parse line by line).
+
+    ``text`` is whole events joined by blank lines, the last one's blank line cut off, its line
+    ends ``newline``: LF (then the caller guarantees no CR at all, as the shared decoder's
+    normalised reads have none) or CRLF (then a lone CR or LF anywhere makes it None). The two
+    shapes: every event one ``data: `` line (chat completions, Gemini), or every event one
+    ``event: <name>`` line then one ``data: `` line (Anthropic, Responses). The shape is checked
+    with whole-text passes (``split``, ``count``, ``startswith`` mapped in C) and the events built
+    without a Python step per event: the framing of a whole read then costs about what its
+    ``str.split`` costs (measured in benchmarks/bench_adapters.py). None is always safe: the
+    caller's line parser is the reference.
+    """
+    blank = newline + newline
+    if text.startswith("data: "):
+        # Split on the next event's ``data: `` too: the payloads come out with no second copy.
+        datas = text[6:].split(blank + "data: ")
+        gaps = 2 * (len(datas) - 1)  # the line ends in the blank lines between the events
+        if text.count("\n") != gaps or (newline != "\n" and text.count("\r") != gaps):
+            return None  # a line end inside an event: more than one line, or a lone CR or LF
+        return list(zip(repeat("message"), datas))
+    if text.startswith("event: "):
+        lines = text.split(newline)
+        if newline != "\n":
+            ends = len(lines) - 1
+            if text.count("\n") != ends or text.count("\r") != ends:
+                return None  # a lone CR or LF
+        if len(lines) % 3 != 2 or any(lines[2::3]):
+            return None  # not (name, data, blank) lines throughout
+        names, datas = lines[0::3], lines[1::3]
+        if not all(map(str.startswith, names, repeat("event: "))) or not all(
+            map(str.startswith, datas, repeat("data: "))
+        ):
+            return None
+        named = list(map(_after_event, names))
+        if "" in named:
+            return None  # ``event: `` alone names the default, ``message``: the line parser says so
+        return list(zip(named, map(_after_data, datas), strict=True))
+    return None
 
 
 # --- SSE framing ----------------------------------------------------------------------
@@ -80,6 +126,13 @@ class SseDecoder:
             data = b"".join(parts)
             parts.clear()
             self._size = 0
+        cut = data.rfind(b"\n\n")
+        if 0 <= cut <= self.max_event_bytes:  # no event in it can be past the limit
+            whole = whole_events(data[:cut].decode("utf-8", "replace"))
+            if whole is not None:
+                if cut + 2 < len(data):
+                    self._hold(data[cut + 2 :])
+                return whole
         blocks = data.split(b"\n\n")
         tail = blocks.pop()
         if tail:

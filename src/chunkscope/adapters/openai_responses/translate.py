@@ -53,10 +53,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 from chunkscope.protocol._words import type_phrase
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter
+from .._blocks import (
+    DELTA_FIELDS,
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    new_chunk,
+    set_dict,
+    set_extra,
+    set_fields,
+    set_private,
+)
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
 from .._finish import finish_failure
 
@@ -235,7 +245,13 @@ class ResponsesTranslator:
                 if type(delta) is str and delta:
                     blocks = self.blocks
                     blocks.parts.append(delta)
-                    return [trusted(TextDelta, {"type": "text-delta", "index": blocks.index, "text": delta})]
+                    # trusted(TextDelta, fields), inlined (_blocks.new_chunk says why)
+                    chunk = new_chunk(TextDelta)
+                    set_dict(chunk, {"type": "text-delta", "index": blocks.index, "text": delta})
+                    set_fields(chunk, DELTA_FIELDS)
+                    set_extra(chunk, None)
+                    set_private(chunk, None)
+                    return [chunk]
         if type(kind) is not str:
             raise self._malformed(f"an event whose type is {type_phrase(kind)}, not a string")
         handler = _HANDLERS.get(kind)
