@@ -124,18 +124,19 @@ def test_any_mix_of_lines_gives_the_line_by_line_events(pieces: list[bytes], cut
 
 
 def test_the_whole_read_path_takes_only_the_shapes_it_can_read() -> None:
-    assert whole_events("data: a\n\ndata: b") == [("message", "a"), ("message", "b")]
-    assert whole_events("event: x\ndata: a\n\nevent: y\ndata: b") == [("x", "a"), ("y", "b")]
-    assert whole_events("data: a\r\n\r\ndata: b", "\r\n") == [("message", "a"), ("message", "b")]
+    assert whole_events("data: a\n\ndata: b\n\n") == [("message", "a"), ("message", "b")]
+    assert whole_events("data: \n\n") == [("message", "")]
+    assert whole_events("event: x\ndata: a\n\nevent: y\ndata: b\n\n") == [("x", "a"), ("y", "b")]
+    assert whole_events("data: a\r\n\r\ndata: b\r\n\r\n", "\r\n") == [("message", "a"), ("message", "b")]
     for text in (
-        "data: a\ndata: b",  # two data lines: one event, joined by the line parser
-        "data: a\n\n\ndata: b",  # a blank line more
-        "data: a\n\n: ping\n\ndata: b",  # a comment
-        "event: \ndata: a",  # the default name
-        "data: a\n\nevent: x\ndata: b",  # shapes mixed
-        "event: x\ndata: a\n\ndata: b",
-        "event: x\ndata: a\nid: 1\nevent: y\ndata: b",  # one event (y: "a\nb"), no blank line
-        "data: a\rb\r\n\r\ndata: c",  # a lone CR inside a CRLF read
+        "data: a\ndata: b\n\n",  # two data lines: one event, joined by the line parser
+        "data: a\n\n\ndata: b\n\n",  # a blank line more
+        "data: a\n\n: ping\n\ndata: b\n\n",  # a comment
+        "event: \ndata: a\n\n",  # the default name
+        "data: a\n\nevent: x\ndata: b\n\n",  # shapes mixed
+        "event: x\ndata: a\n\ndata: b\n\n",
+        "event: x\ndata: a\nid: 1\nevent: y\ndata: b\n\n",  # one event (y: "a\nb"), no blank line
+        "data: a\rb\r\n\r\ndata: c\r\n\r\n",  # a lone CR inside a CRLF read
     ):
         newline = "\r\n" if "\r\n" in text else "\n"
         assert whole_events(text, newline) is None, text

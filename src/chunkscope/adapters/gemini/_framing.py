@@ -44,12 +44,13 @@ class CrlfSseDecoder(SseDecoder):
             or data.endswith(b"\r")
         ):
             return super().feed(data)
-        cut = data.rfind(b"\r\n\r\n")
+        cut = data.rfind(b"\r\n\r\n") + 4  # the end of the last whole event
         if cut <= self.max_event_bytes:  # no event in it can be past the limit
-            whole = whole_events(data[:cut].decode("utf-8", "replace"), "\r\n")
+            text = (data if cut == len(data) else data[:cut]).decode("utf-8", "replace")
+            whole = whole_events(text, "\r\n")
             if whole is not None:
-                if cut + 4 < len(data):
-                    self._hold(_lf(data[cut + 4 :]))
+                if cut < len(data):
+                    self._hold(_lf(data[cut:]))
                 return whole
         blocks = data.split(b"\r\n\r\n")
         tail = blocks.pop()

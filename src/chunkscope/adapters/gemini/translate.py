@@ -64,6 +64,7 @@ from .._blocks import (
     set_fields,
     set_private,
 )
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast
 from .._failures import bounded, loads, preview, stream_error
 from .._finish import FINISH_CODES
 from ._partial import ArgumentText, parse_json_path
@@ -187,11 +188,9 @@ class GeminiTranslator:
         if self.done or not data or data.isspace():
             return []
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and not data[end:].isspace():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            obj = self._parse_slowly(data)
+            obj = parse_fast(data)
+        except PARSE_FAST_REFUSES:
+            obj = self._parse_reference(data)
         # The common event, inlined (benchmarks/_wire_gemini.py measures it; ``_feed`` is the
         # reference): one text or thought part continuing the open block of its kind.
         writer = self._writer
@@ -237,6 +236,16 @@ class GeminiTranslator:
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raise self._malformed(f"malformed Gemini stream event: {exc}") from None
         return self._writer.take()
+
+    def _parse_reference(self, data: str) -> Any:
+        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        try:
+            obj, end = _scan_json(data, 0)
+            if end != len(data) and not data[end:].isspace():
+                raise ValueError("extra data after the JSON value")
+        except (ValueError, RecursionError, StopIteration):
+            return self._parse_slowly(data)
+        return obj
 
     def _parse_slowly(self, data: str) -> Any:
         """``loads(data)``, or ``MALFORMED_RESPONSE`` saying why it is not JSON."""
