@@ -7,7 +7,8 @@ arguments arrive in many fragments; finish, usage, ``[DONE]``) is parsed by:
 
 a. the floor: split the bytes into events by hand and ``json.loads`` each payload
    (and, for reference, the same with ``JSONDecoder.raw_decode``: the same C parser
-   without json.loads's Python layers, which the adapter skips too);
+   without json.loads's Python layers; and with ``pydantic_core.from_json``, the parser
+   the adapters read each payload with first, adapters/_core/payload.py);
 b. the official ``openai`` package (``AsyncOpenAI`` over an ``httpx.MockTransport``);
    plus two reference rows: httpx-sse's framing alone, and framing + ``json.loads``
    (what any httpx-sse based parser pays before doing anything);
@@ -140,6 +141,14 @@ _raw_decode = json.JSONDecoder().raw_decode
 def floor_raw_decode(raw: bytes) -> int:
     """The floor with ``raw_decode`` (json.loads minus two Python frames; the adapter skips them too)."""
     return floor(raw, _raw_decode)
+
+
+def floor_fast_json(raw: bytes) -> int:
+    """The floor with the adapters' JSON parser (``pydantic_core.from_json``, adapters/_core/payload.py):
+    a reference row beside the floor, which stays ``json.loads``."""
+    from pydantic_core import from_json
+
+    return floor(raw, from_json)
 
 
 def _mock_client(raw: bytes) -> httpx.AsyncClient:
@@ -362,6 +371,7 @@ def main() -> None:
     contenders: list[tuple[str, Callable[[], Any]]] = [
         ("a. floor: split + json.loads", sync(floor)),
         ("a. floor with JSONDecoder.raw_decode", sync(floor_raw_decode)),
+        ("a. floor with pydantic_core.from_json (the adapters' parser)", sync(floor_fast_json)),
         ("b. openai SDK (AsyncOpenAI, mock transport)", run_async(openai_sdk)),
         ("   httpx-sse framing only, mock transport", run_async(sse_framing)),
         ("   httpx-sse framing + json.loads, mock transport", run_async(sse_json)),
@@ -436,7 +446,7 @@ def wire_rows(events: int, repeat: int) -> None:
         per_event = {name: t / count * 1e6 for name, t in best.items()}
         floor_us, adapter_us, sdk_us = (per_event[rows[key][0]] for key in ("floor", "adapter", "sdk"))
         width = max(len(name) for name in per_event)
-        print(f"\n{path.stem[len('_wire_'):]} wire: {count} events; best of {repeat} rounds")
+        print(f"\n{path.stem[len('_wire_') :]} wire: {count} events; best of {repeat} rounds")
         for name, t in per_event.items():
             print(f"{name:<{width}}  {t:8.2f}  {t / floor_us:6.2f}")
         print(f"adapter / floor = {adapter_us / floor_us:.2f}  (target: at most 1.3)")

@@ -41,9 +41,27 @@ from chunkscope.protocol import (
     ToolCallDelta,
     Usage,
 )
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
+from chunkscope.protocol._chunks import (  # internal: chunk models without re-validation (hot path)
+    _new,
+    _set_dict,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+    trusted,
+)
 
-__all__ = ["REASONING", "TEXT", "TOOL_CALL", "BlockWriter"]
+__all__ = [
+    "DELTA_FIELDS",
+    "REASONING",
+    "TEXT",
+    "TOOL_CALL",
+    "BlockWriter",
+    "new_chunk",
+    "set_dict",
+    "set_extra",
+    "set_fields",
+    "set_private",
+]
 
 TEXT: Final = "text"
 REASONING: Final = "reasoning"
@@ -55,6 +73,20 @@ _TEXTUAL: dict[str, tuple[type[TextDelta | ReasoningDelta], str, type[TextBlock 
     TEXT: (TextDelta, "text-delta", TextBlock),
     REASONING: (ReasoningDelta, "reasoning-delta", ReasoningBlock),
 }
+
+
+# ``trusted(TextDelta | ReasoningDelta, fields)`` spelled out, for a translator's per-event fast
+# path to inline (the call and its look-up measured 0.1 to 0.3 µs per event, up to a tenth of
+# the Responses floor's 2.8 µs): ``chunk = new_chunk(TextDelta); set_dict(chunk, fields);
+# set_fields(chunk, DELTA_FIELDS); set_extra(chunk, None); set_private(chunk, None)``.
+new_chunk: Final = _new
+set_dict: Final = _set_dict
+set_fields: Final = _set_fields_set
+set_extra: Final = _set_extra
+set_private: Final = _set_private
+DELTA_FIELDS: Final = set(TextDelta.model_fields)
+"""The fields a text or reasoning delta sets (the same three: ``type``, ``index``, ``text``)."""
+assert set(ReasoningDelta.model_fields) == DELTA_FIELDS
 
 
 def _nameless(message: str) -> LlmError:
@@ -73,12 +105,24 @@ class BlockWriter:
             label and request id in it); used when a tool call closes without a name.
     """
 
-    __slots__ = ("call_id", "held", "ids", "index", "key", "kind", "malformed", "name",
-                 "named", "next_index", "out", "parts", "prefix", "tool_blocks")
+    __slots__ = (
+        "call_id",
+        "held",
+        "ids",
+        "index",
+        "key",
+        "kind",
+        "malformed",
+        "name",
+        "named",
+        "next_index",
+        "out",
+        "parts",
+        "prefix",
+        "tool_blocks",
+    )
 
-    def __init__(
-        self, id_prefix: str = "call-", malformed: Callable[[str], LlmError] = _nameless
-    ) -> None:
+    def __init__(self, id_prefix: str = "call-", malformed: Callable[[str], LlmError] = _nameless) -> None:
         self.prefix = id_prefix
         self.malformed = malformed
         self.out: list[AnyChunk] = []

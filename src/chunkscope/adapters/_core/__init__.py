@@ -11,6 +11,7 @@ The core owns the rest, once for every wire, one module per concern:
 
 - ``credential``: the API key, never in ``repr``/``vars``/pickles;
 - ``framing``: SSE framing and bounded body decoding (``max_event_bytes``, ``max_body_bytes``);
+- ``payload``: an event's JSON on the hot path (pydantic-core's parser, ``json`` the reference);
 - ``guard``: idle timeout, optional total deadline, abort, the drain after a complete response;
 - ``loop``: ``SseAdapter`` — endpoint, client slot, attribution headers, redirects (never
   followed: a credential never reaches another origin), the read loop, redaction;

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
 from .._blocks import TOOL_CALL, BlockWriter
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast
 from .._failures import (
     error_code,
     is_context_window_exceeded,
@@ -217,7 +218,16 @@ class AnthropicTranslator:
         if not data.strip():
             return [] if event in (None, "ping", "message") else self.feed_parsed(event, {})
         try:
-            payload = loads(data)
+            payload = parse_fast(data)
+        except PARSE_FAST_REFUSES:
+            payload = self._parse_reference(event, data)
+        return self.feed_parsed(event, payload)
+
+    def _parse_reference(self, event: str | None, data: str) -> Any:
+        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``), or
+        ``MALFORMED_RESPONSE`` saying why it is not JSON."""
+        try:
+            return loads(data)
         except ValueError as exc:
             raise LlmError(
                 f"malformed Anthropic stream event {event or 'message'!r}: not JSON ({exc}): "
@@ -225,7 +235,6 @@ class AnthropicTranslator:
                 "MALFORMED_RESPONSE",
                 request_id=self.request_id,
             ) from None
-        return self.feed_parsed(event, payload)
 
     def feed_parsed(self, event: str | None, data: Any) -> list[AnyChunk]:
         """Translate one event given its parsed JSON.
@@ -274,7 +283,9 @@ class AnthropicTranslator:
     def _error_event(self, data: dict[str, Any]) -> LlmError:
         error = data.get("error")
         return stream_error(
-            error if isinstance(error, dict) else {}, label=self.label, secrets=self.secrets,
+            error if isinstance(error, dict) else {},
+            label=self.label,
+            secrets=self.secrets,
             request_id=self.request_id,
         )
 

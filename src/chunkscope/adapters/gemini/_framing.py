@@ -6,11 +6,14 @@ being normalised to LF first (a copy of the whole read: about a tenth of the ada
 per event). A CRLF is always one line end, so each ``\\r\\n\\r\\n`` ends an event wherever
 it stands; a block with line ends inside (lone CRs, LFs, several lines) is normalised alone.
 A read that may end inside a CRLF, or continues a held event, takes the shared decoder's path.
+A read whose events all have the common shape (one ``data: `` line) is read whole at once
+(``whole_events``: a few passes over the read's text, no Python step per event).
 """
 
 from __future__ import annotations
 
 from .._core import SseDecoder, SseEvent
+from .._core.framing import whole_events
 
 __all__ = ["CrlfSseDecoder"]
 
@@ -41,6 +44,14 @@ class CrlfSseDecoder(SseDecoder):
             or data.endswith(b"\r")
         ):
             return super().feed(data)
+        cut = data.rfind(b"\r\n\r\n") + 4  # the end of the last whole event
+        if cut <= self.max_event_bytes:  # no event in it can be past the limit
+            text = (data if cut == len(data) else data[:cut]).decode("utf-8", "replace")
+            whole = whole_events(text, "\r\n")
+            if whole is not None:
+                if cut < len(data):
+                    self._hold(_lf(data[cut:]))
+                return whole
         blocks = data.split(b"\r\n\r\n")
         tail = blocks.pop()
         events: list[SseEvent] = []

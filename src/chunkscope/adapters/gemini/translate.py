@@ -51,10 +51,20 @@ from chunkscope.protocol import (
     TextDelta,
     TokenUsage,
 )
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 from chunkscope.protocol._words import type_phrase
 
-from .._blocks import REASONING, TEXT, BlockWriter
+from .._blocks import (
+    DELTA_FIELDS,
+    REASONING,
+    TEXT,
+    BlockWriter,
+    new_chunk,
+    set_dict,
+    set_extra,
+    set_fields,
+    set_private,
+)
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast
 from .._failures import bounded, loads, preview, stream_error
 from .._finish import FINISH_CODES
 from ._partial import ArgumentText, parse_json_path
@@ -69,11 +79,6 @@ builder leaves such ids out: the server never knew them)."""
 # Python frames around it (~1 µs less per event); ``_parse_slowly`` says why a payload fails.
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _FINISH_MESSAGE_CHARS = 300
-_PART_SIZE = {TEXT: 1, REASONING: 2}  # a plain text part: {"text"}; a thought: {"text", "thought"}
-_DELTAS: dict[str, tuple[Any, str]] = {
-    TEXT: (TextDelta, "text-delta"),
-    REASONING: (ReasoningDelta, "reasoning-delta"),
-}
 _VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
 
@@ -183,16 +188,14 @@ class GeminiTranslator:
         if self.done or not data or data.isspace():
             return []
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and not data[end:].isspace():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            obj = self._parse_slowly(data)
+            obj = parse_fast(data)
+        except PARSE_FAST_REFUSES:
+            obj = self._parse_reference(data)
         # The common event, inlined (benchmarks/_wire_gemini.py measures it; ``_feed`` is the
         # reference): one text or thought part continuing the open block of its kind.
         writer = self._writer
         kind = writer.kind
-        if kind in _PART_SIZE and self._finish is None:
+        if kind in (TEXT, REASONING) and self._finish is None:
             try:
                 [candidate] = obj["candidates"]
                 [part] = candidate["content"]["parts"]
@@ -200,8 +203,8 @@ class GeminiTranslator:
                 if (
                     type(text) is str
                     and text
-                    and len(part) == _PART_SIZE[kind]
-                    and (kind == TEXT or part["thought"] is True)
+                    # a plain text part is {"text"}; a thought {"text", "thought": true}
+                    and (len(part) == 1 if kind == TEXT else len(part) == 2 and part["thought"] is True)
                     and "finishReason" not in candidate
                     and "error" not in obj
                     and "promptFeedback" not in obj
@@ -211,8 +214,21 @@ class GeminiTranslator:
                     if usage is not None:
                         self._usage = usage
                     writer.parts.append(text)
-                    delta, name = _DELTAS[kind]
-                    return [trusted(delta, {"type": name, "index": writer.index, "text": text})]
+                    # trusted(delta, fields), inlined (_blocks.new_chunk says why)
+                    model: type[TextDelta | ReasoningDelta] = TextDelta if kind == TEXT else ReasoningDelta
+                    chunk = new_chunk(model)
+                    set_dict(
+                        chunk,
+                        {
+                            "type": "text-delta" if kind == TEXT else "reasoning-delta",
+                            "index": writer.index,
+                            "text": text,
+                        },
+                    )
+                    set_fields(chunk, DELTA_FIELDS)
+                    set_extra(chunk, None)
+                    set_private(chunk, None)
+                    return [chunk]
             except (KeyError, TypeError, ValueError, AttributeError):
                 pass  # not the common shape: the full path says what it is
         try:
@@ -220,6 +236,16 @@ class GeminiTranslator:
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raise self._malformed(f"malformed Gemini stream event: {exc}") from None
         return self._writer.take()
+
+    def _parse_reference(self, data: str) -> Any:
+        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        try:
+            obj, end = _scan_json(data, 0)
+            if end != len(data) and not data[end:].isspace():
+                raise ValueError("extra data after the JSON value")
+        except (ValueError, RecursionError, StopIteration):
+            return self._parse_slowly(data)
+        return obj
 
     def _parse_slowly(self, data: str) -> Any:
         """``loads(data)``, or ``MALFORMED_RESPONSE`` saying why it is not JSON."""

@@ -57,6 +57,7 @@ from chunkscope.protocol._chunks import trusted  # internal: chunk models withou
 from chunkscope.protocol._words import type_phrase
 
 from .._blocks import REASONING, TEXT, BlockWriter
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
@@ -251,11 +252,9 @@ class OpenAITranslator:
             self.done = True
             return self.blocks.take()
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and data[end:].strip():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            obj = self._parse_slowly(data)
+            obj = parse_fast(data)
+        except PARSE_FAST_REFUSES:
+            obj = self._parse_reference(data)
         chunk = self._fast(obj)
         if chunk is not None:
             return [chunk]
@@ -287,6 +286,16 @@ class OpenAITranslator:
             The chunks, maybe none.
         """
         return self.blocks.take()
+
+    def _parse_reference(self, data: str) -> Any:
+        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        try:
+            obj, end = _scan_json(data, 0)
+            if end != len(data) and data[end:].strip():
+                raise ValueError("extra data after the JSON value")
+        except (ValueError, RecursionError, StopIteration):
+            return self._parse_slowly(data)
+        return obj
 
     def _parse_slowly(self, data: str) -> Any:
         """``json.loads(data)`` (it allows leading whitespace), or ``MALFORMED_RESPONSE`` saying why not."""

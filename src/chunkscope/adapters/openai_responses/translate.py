@@ -53,10 +53,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
 from chunkscope.protocol._words import type_phrase
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter
+from .._blocks import (
+    DELTA_FIELDS,
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    new_chunk,
+    set_dict,
+    set_extra,
+    set_fields,
+    set_private,
+)
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
 from .._finish import finish_failure
 
@@ -206,11 +217,9 @@ class ResponsesTranslator:
             self.ignored["[DONE]"] += 1
             return []
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and data[end:].strip():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            obj = self._parse_slowly(data)
+            obj = parse_fast(data)
+        except PARSE_FAST_REFUSES:
+            obj = self._parse_reference(data)
         if type(obj) is not dict:
             raise self._malformed(f"a JSON {type(obj).__name__}, not an object")
         sequence = obj.get("sequence_number")
@@ -225,17 +234,22 @@ class ResponsesTranslator:
         if kind == _TEXT_DELTA:
             # The common event: text continuing the open text part (measured in the benchmark).
             part = self._part
-            if (
-                part is not None
-                and part[1] == "t"
-                and part[0] == obj.get("output_index")
-                and part[2] == obj.get("content_index", 0)
-            ):
-                delta = obj.get("delta")
-                if type(delta) is str and delta:
+            if part is not None and part[1] == "t":
+                try:  # subscripts, not .get: a missing key merely takes the full path
+                    delta = obj["delta"]
+                    same = part[0] == obj["output_index"] and part[2] == obj["content_index"]
+                except KeyError:
+                    same = False
+                if same and type(delta) is str and delta:
                     blocks = self.blocks
                     blocks.parts.append(delta)
-                    return [trusted(TextDelta, {"type": "text-delta", "index": blocks.index, "text": delta})]
+                    # trusted(TextDelta, fields), inlined (_blocks.new_chunk says why)
+                    chunk = new_chunk(TextDelta)
+                    set_dict(chunk, {"type": "text-delta", "index": blocks.index, "text": delta})
+                    set_fields(chunk, DELTA_FIELDS)
+                    set_extra(chunk, None)
+                    set_private(chunk, None)
+                    return [chunk]
         if type(kind) is not str:
             raise self._malformed(f"an event whose type is {type_phrase(kind)}, not a string")
         handler = _HANDLERS.get(kind)
@@ -290,6 +304,16 @@ class ResponsesTranslator:
             last = expected - 1
             what = "repeated" if sequence <= last else f"skipped {sequence - last - 1} event(s)"
             raise self._malformed(f"sequence_number {sequence} after {last}: the stream {what}")
+
+    def _parse_reference(self, data: str) -> Any:
+        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        try:
+            obj, end = _scan_json(data, 0)
+            if end != len(data) and data[end:].strip():
+                raise ValueError("extra data after the JSON value")
+        except (ValueError, RecursionError, StopIteration):
+            return self._parse_slowly(data)
+        return obj
 
     def _parse_slowly(self, data: str) -> Any:
         """``json.loads(data)``, or ``MALFORMED_RESPONSE`` saying why not."""
