@@ -150,28 +150,31 @@ class _Exchange:
         "started",
     )
 
-    def __init__(
-        self, tap: Tap, call: TapCall, parser: Parser, started: float, method: bytes, request: bytes
-    ):
-        self.call = call
-        self.parser = parser
+    call: TapCall
+    parser: Parser
+    reads: list[tuple[float, bytes]]
+    mask: ByteMask | None
+
+    def __init__(self, tap: Tap, started: float, method: bytes, request: bytes) -> None:
         self.started = started
         self.method = method
         self.request = request  # the rewritten head and the body, as written to the upstream
         self.label = tap._label
         self.put = tap._queue.put_nowait
-        self.reads = call.reads
-        self.mask = parser.mask if parser.secrets else None  # no credential: nothing to mask, no copy
         self.ended = False
         self.forwarded = False  # a byte of the response reached the client
         self.retried = False
 
+    def attach(self, call: TapCall, parser: Parser) -> None:
+        """The call, built once the request went out (the upstream works meanwhile)."""
+        self.call = call
+        self.parser = parser
+        self.reads = call.reads
+        self.mask = parser.mask if parser.secrets else None  # no credential: nothing to mask, no copy
+
     def headed(self, t: float, response: h11.Response) -> None:
-        call = self.call
-        call.status = response.status_code
-        call.timings.headers_s = t - self.started
-        call.response_headers = redact_headers(_text(_end_to_end(list(response.headers.raw_items()))))
-        self.put((self.parser, "head", 0.0, None))
+        # Status and headers are filled in on the parser thread: redacting them is not the client's wait.
+        self.put((self.parser, "head", t - self.started, response))
 
     def read(self, t: float, body: bytes) -> None:
         """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread."""
@@ -217,9 +220,9 @@ class _Upstream(asyncio.Protocol):
     def send(self, exchange: _Exchange) -> None:
         assert self.transport is not None
         self.exchange = exchange
-        self.head = Head(exchange.method)
-        self.body = None
         self.transport.write(exchange.request)
+        self.head = Head(exchange.method)  # after the write: made while the upstream works
+        self.body = None
 
     def data_received(self, data: bytes) -> None:
         # The hot path: the bytes go to the client first, as they came; then what they were is worked out.
@@ -411,13 +414,15 @@ class _Client(asyncio.Protocol):
     def _forward(self) -> None:
         request = self.request
         assert request is not None
-        exchange = self.tap._exchange(request, bytes(self.body), self.started, self.started_at)
+        tap, body = self.tap, bytes(self.body)
+        exchange = _Exchange(tap, self.started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
         upstream = self.upstream
         if upstream is not None and upstream.usable:
             upstream.send(exchange)
         else:
-            self.connect(exchange)
+            self.connect(exchange)  # a task: it starts after the call below exists
+        exchange.attach(*tap._call(request, body, self.started, self.started_at))
 
     def connect(self, exchange: _Exchange) -> None:
         """Open a fresh upstream connection for ``exchange`` (the first, or the old one closed)."""
@@ -611,8 +616,24 @@ class Tap:
 
     # --- one request ----------------------------------------------------------------------
 
-    def _exchange(self, request: h11.Request, body: bytes, started: float, started_at: float) -> _Exchange:
-        """The call of a request read whole, and its bytes for the upstream (rewritten: Host, prefix)."""
+    def _upstream_request(self, request: h11.Request, body: bytes) -> bytes:
+        """The bytes for the upstream: the request rewritten (Host, the path prefix), its body buffered."""
+        # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
+        forwarded = _end_to_end(list(request.headers.raw_items()), "host", "content-length", "expect")
+        head = [
+            b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
+            b"Host: %s\r\n" % self._host_header,
+            *(b"%s: %s\r\n" % (name, value) for name, value in forwarded),
+        ]
+        if body or request.method in _BODY_METHODS:
+            head.append(b"Content-Length: %d\r\n" % len(body))
+        head.append(b"\r\n")
+        return b"".join(head) + body
+
+    def _call(
+        self, request: h11.Request, body: bytes, started: float, started_at: float
+    ) -> tuple[TapCall, Parser]:
+        """The call of a request read whole (credentials redacted), and its parser."""
         method = request.method.decode("latin-1")
         raw_path, _, query = request.target.partition(b"?")
         headers = list(request.headers)  # names lowercased, as recorded before
@@ -642,18 +663,7 @@ class Tap:
         self.calls.append(call)
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
             del self.calls[0]
-        parser = Parser(call, wire, self._label, secrets, ByteMask(secrets))
-        # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
-        forwarded = _end_to_end(list(request.headers.raw_items()), "host", "content-length", "expect")
-        head = [
-            b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
-            b"Host: %s\r\n" % self._host_header,
-            *(b"%s: %s\r\n" % (name, value) for name, value in forwarded),
-        ]
-        if body or request.method in _BODY_METHODS:
-            head.append(b"Content-Length: %d\r\n" % len(body))
-        head.append(b"\r\n")
-        return _Exchange(self, call, parser, started, request.method, b"".join(head) + body)
+        return call, Parser(call, wire, self._label, secrets, ByteMask(secrets))
 
     # --- the parser thread ---------------------------------------------------------------
 
@@ -668,6 +678,12 @@ class Tap:
                 if kind == "read":
                     parser.read(t, value)
                 elif kind == "head":
+                    call = parser.call
+                    call.status = value.status_code
+                    call.timings.headers_s = t
+                    call.response_headers = redact_headers(
+                        _text(_end_to_end(list(value.headers.raw_items())))
+                    )
                     parser.head()
                 else:
                     self._finish(parser, parser.finish(t, value))
