@@ -264,3 +264,19 @@ def test_stop_ends_an_open_stream_aborted_with_its_recording(
     assert call.done and call.error_code == "ABORTED"
     assert call.recording is not None and pathlib.Path(call.recording).exists()
     assert not tap.running
+
+
+def test_an_https_upstream_trusted_through_a_given_context_is_relayed(tmp_path: object) -> None:
+    import pathlib
+    import ssl
+
+    from _tap_helpers import stdlib_server
+
+    folder = pathlib.Path(str(tmp_path))
+    with stdlib_server(tls=folder) as upstream:
+        context = ssl.create_default_context(cafile=folder / "cert.pem")
+        context.check_hostname = False  # the test certificate names 127.0.0.1 only in its CN
+        with Tap(upstream=upstream, verify=context) as tap:
+            answer = httpx.post(f"{tap.base_url}/v1/chat/completions", json=stream_body("text"))
+            assert answer.status_code == 307  # the upstream's own answer, over verified TLS
+            assert tap.calls[0].wait(5) and tap.calls[0].status == 307
