@@ -234,11 +234,11 @@ class _Upstream(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         # The hot path: the bytes go to the client first, as they came; then what they were is worked out.
         t = now()
-        self.sink(data)
         exchange = self.exchange
-        if exchange is None:  # bytes no request asked for: the connection is not HTTP any more
-            self._broken(None, ProtocolFault("bytes after the response's end"))
+        if exchange is None:  # bytes no request asked for: not HTTP any more, and not the client's
+            self._broken(None, ProtocolFault("bytes while no request was open"))
             return
+        self.sink(data)
         exchange.forwarded = True
         body = self.body
         try:
