@@ -17,8 +17,8 @@ time. Translating, checking, assembling, usage, the response head's
 redaction and recordings happen there, so none of them can delay or alter
 what the client receives. A request goes upstream before its call is built.
 Measured (``benchmarks/bench_tap.py``, a shared 2-core machine): per event
-+90..140 µs at p50 where the old stack added ~190 and a bare asyncio relay
-with no parsing at all adds 40..105; first byte ~+0.8..1.1 ms (was ~+2.8).
+~+100 µs at p50 where the old stack added ~190 and a bare asyncio relay
+with no parsing at all adds 40..105; first byte ~+0.8 ms (was ~+2.0..2.8).
 
 The request's HTTP version is passed on (an HTTP/1.0 client gets an
 answer framed for HTTP/1.0, since it is relayed, not re-framed).
