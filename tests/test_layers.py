@@ -67,8 +67,8 @@ LIBRARIES: dict[str, set[str] | None] = {
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
-    # the provider's ASGI stack (uvicorn) on the server side, httpx to the upstream
-    "tap": {"pydantic", "typing_extensions", "httpx", "uvicorn", "starlette", "anyio"},
+    # asyncio's transports with h11 for the relay; httpx for URLs, TLS contexts and error types
+    "tap": {"pydantic", "typing_extensions", "httpx", "h11"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,
