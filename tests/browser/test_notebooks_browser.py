@@ -157,7 +157,8 @@ def test_notebook_05_tap_runs_with_the_table_and_a_calls_timeline_on_screen(lab:
     replayed = page.locator(".cs-tap-table").nth(1)
     replayed.wait_for(state="attached")
     page.wait_for_function(
-        "el => el.querySelectorAll('tbody tr:not(.cs-tap-running)').length === 3", arg=replayed.element_handle()
+        "el => el.querySelectorAll('tbody tr:not(.cs-tap-running)').length === 3",
+        arg=replayed.element_handle(),
     )
     assert replayed.locator(".cs-tap-badge").all_text_contents() == ["RATE_LIMIT"]
     assert "replay of 3 recorded calls" in replayed.inner_text()

@@ -13,7 +13,6 @@ for the tap's hop: its points may be late by the tap's budget for one event (1 m
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -182,14 +181,21 @@ async def test_the_tap_measures_each_point_with_its_write(
             _, writes = _writes(paced, before)
             call = tap.calls[calls]
             assert call.wait(5) and call.result is not None
-            carried = {"byte": writes[0], "event": writes[0], "content": writes[reasoning], "text": writes[text]}
+            carried = {
+                "byte": writes[0],
+                "event": writes[0],
+                "content": writes[reasoning],
+                "text": writes[text],
+            }
             if side == "tap":  # what the tap measured on its upstream side
                 seen = call.result.timings
                 points = {"byte": seen.first_byte_s, "event": seen.first_event_s}
                 points |= {"content": seen.first_content_s, "text": seen.first_text_s}
                 return _lateness(call.clock_start, points, carried)
             # the client behind the tap also waits for the tap's hop
-            return _lateness(start, {"content": through.first_content_s, "text": through.first_text_s}, carried)
+            return _lateness(
+                start, {"content": through.first_content_s, "text": through.first_text_s}, carried
+            )
 
         assert await _best(lambda: measured("tap")) <= TOLERANCE_S
         assert await _best(lambda: measured("client"), TOLERANCE_S + TAP_HOP_S) <= TOLERANCE_S + TAP_HOP_S

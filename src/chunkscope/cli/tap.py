@@ -17,6 +17,7 @@ replays them at their original timing. Exit 2: a file that is not a recording.
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 import threading
@@ -106,6 +107,11 @@ def run_tap(
             return 2
     for warning in caught:
         print(f"chunkscope tap: WARNING: {warning.message}", file=sys.stderr, flush=True)
+    # A full collection runs in whichever thread allocates and holds the GIL throughout: over the
+    # ~90k objects the imports leave, it stalled every stream by ~50 ms. This process exists to run
+    # the tap, so they are frozen (never walked; only cyclic garbage among them would stay). A
+    # library must not change its host's collector: in Python, a notebook may do the same itself.
+    gc.freeze()
     try:
         tap.start()
     except OSError as exc:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import http
 import itertools
 import json
@@ -770,10 +769,6 @@ class Tap:
             except OSError:
                 sock.close()
                 raise
-            # A full collection runs in whichever thread allocates and holds the GIL throughout: over
-            # the ~90k objects the imports leave it stalled every stream by ~50 ms. Frozen, they are
-            # never walked (nor collected: only cyclic garbage among them would stay).
-            gc.freeze()
             self._parser_thread = threading.Thread(
                 target=self._parse_forever, name="chunkscope-tap-parser", daemon=True
             )
