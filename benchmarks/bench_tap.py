@@ -8,8 +8,10 @@ monotonic clock — shared by every process of the machine — when it was
 written), ``chunkscope tap`` in front of it, and ``mitmdump --mode
 reverse:…`` (mitmproxy, what a user would pick instead; with
 ``stream_large_bodies=1`` so it streams instead of buffering; skipped when
-``mitmdump`` is not on PATH or in ``$MITMDUMP``). The client reads every
-stream through each path in turn and reports, per path:
+``mitmdump`` is not on PATH or in ``$MITMDUMP``). Each proxy is measured against direct with
+the streams alternating between the two (one each per round, the order rotating), so a noisy
+moment of the machine falls on both alike; mitmdump runs only while it is measured (even idle it
+takes CPU from the others on a small machine). Reported, per path:
 
 - the latency of each event (written → read by the client) at p50 and p99, and what
   the proxy adds over direct;
@@ -19,11 +21,12 @@ stream through each path in turn and reports, per path:
 
 Targets (issue 19): added latency per event p50 <= 50 µs, p99 <= 1 ms, first-byte overhead
 <= 1 ms, ahead of mitmproxy on each. The machine is shared and noisy; no assertion is made.
-Measured on the 2-core dev machine (shared, load ~1), ``--concurrent 100``, runs alternated: the
-uvicorn + httpx tap added p50 +182..207 µs, p99 +73..440 µs, first byte +2.0..2.8 ms; the
-asyncio-protocol relay adds p50 +88..136 µs (median ~100), p99 +103..1065 µs (one +2.1 ms run),
-first byte +0.6..1.15 ms (median ~0.8); mitmproxy +68..265 µs, +260..1619 µs, +2.2..4.5 ms. A bare
-asyncio relay that parses nothing adds p50 +40..105 µs there: the floor of one Python event-loop
+Measured on the 2-core dev machine (load ~0.3), three runs, 30 streams of 200 events, each
+proxy alternating with direct: the tap added p50 +79..114 µs, p99 +106..408 µs, first byte
++806..997 µs; mitmproxy 11.0.2 +151..201 µs, +490..868 µs, +2.8..3.9 ms. The tap's earlier
+uvicorn + httpx stack added p50 +182..207 µs and first byte +2.0..2.8 ms. With the parse side
+switched off (an experiment) the relay still adds p50 ~+100 µs and first byte ~+0.7 ms, and a
+bare asyncio relay that parses nothing adds p50 +40..105 µs: the floor of one Python event-loop
 hop on that machine, above the 50 µs target.
 """
 
@@ -151,17 +154,52 @@ async def _one(
     return first, latencies, bytes(received)
 
 
-async def _measure(url: str, streams: int, events: int, gap: float) -> tuple[list[float], list[float]]:
-    firsts: list[float] = []
-    latencies: list[float] = []
-    transport = httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    async with httpx.AsyncClient(transport=transport, timeout=60) as client:
-        await _one(client, url, 3, 0.0, 1)  # warm the connection
-        for _ in range(streams):
-            first, each, _ = await _one(client, url, events, gap, 1)
-            firsts.append(first)
-            latencies += each
-    return firsts, latencies
+async def _measure(
+    urls: dict[str, str], streams: int, events: int, gap: float
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per path: (times to first byte, per-event latencies). The paths take turns stream by stream
+    (the order rotating each round), so a noisy moment of the machine falls on all of them alike."""
+    measured: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in urls}
+    clients = {
+        name: httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]),
+            timeout=60,
+        )
+        for name in urls
+    }
+    try:
+        for name, url in urls.items():
+            for _ in range(3):  # warm each connection and each process (lazy imports, first records)
+                await _one(clients[name], url, events, 0.0, 1)
+        names = list(urls)
+        for round_ in range(streams):
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                first, each, _ = await _one(clients[name], urls[name], events, gap, 1)
+                measured[name][0].append(first)
+                measured[name][1].extend(each)
+    finally:
+        for client in clients.values():
+            await client.aclose()
+    return measured
+
+
+def _compare(proxy: str, port: int, up: int, args: argparse.Namespace) -> None:
+    """One proxy against direct, streams alternating between the two; prints both rows and the cost."""
+    url = "http://127.0.0.1:{}/v1/chat/completions"
+    measured = asyncio.run(
+        _measure({"direct": url.format(up), proxy: url.format(port)}, args.streams, args.events, args.gap)
+    )
+    rows = {
+        name: (statistics.median(latencies), _pct(latencies, 0.99), statistics.median(firsts))
+        for name, (firsts, latencies) in measured.items()
+    }
+    for name, (p50, p99, first) in rows.items():
+        print(f"{name:<20}{p50 * 1e6:>10.0f}µs{p99 * 1e6:>10.0f}µs{first * 1e6:>14.0f}µs")
+    (b50, b99, bfirst), (p50, p99, first) = rows["direct"], rows[proxy]
+    print(
+        f"  added by {proxy}: event p50 +{(p50 - b50) * 1e6:.0f} µs, "
+        f"p99 +{(p99 - b99) * 1e6:.0f} µs, first byte +{(first - bfirst) * 1e6:.0f} µs"
+    )
 
 
 async def _concurrent(url: str, count: int, events: int) -> tuple[int, int, float]:
@@ -220,48 +258,23 @@ def main() -> None:
         )
     )
     mitmdump = os.environ.get("MITMDUMP") or shutil.which("mitmdump")
-    if mitmdump:
-        children.append(
-            subprocess.Popen(
-                [
-                    mitmdump,
-                    "-q",
-                    "--mode",
-                    f"reverse:http://127.0.0.1:{up}@{mitm}",
-                    "--set",
-                    "stream_large_bodies=1",
-                    "--set",
-                    "connection_strategy=lazy",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
     try:
         _wait_port(up)
         _wait_port(tap)
-        paths = {"direct": up, "chunkscope tap": tap}
-        if mitmdump:
-            _wait_port(mitm)
-            paths["mitmproxy reverse"] = mitm
-        rows: dict[str, tuple[float, float, float]] = {}
         print(f"{args.streams} streams x {args.events} events, {args.gap * 1000:g} ms apart, over loopback")
         print(f"{'path':<20}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
-        for name, port in paths.items():
-            firsts, latencies = asyncio.run(
-                _measure(f"http://127.0.0.1:{port}/v1/chat/completions", args.streams, args.events, args.gap)
-            )
-            rows[name] = (statistics.median(latencies), _pct(latencies, 0.99), statistics.median(firsts))
-            p50, p99, first = rows[name]
-            print(f"{name:<20}{p50 * 1e6:>10.0f}µs{p99 * 1e6:>10.0f}µs{first * 1e6:>14.0f}µs")
-        base = rows["direct"]
-        print("added over direct:")
-        for name, (p50, p99, first) in rows.items():
-            if name != "direct":
-                print(
-                    f"  {name:<18} event p50 +{(p50 - base[0]) * 1e6:.0f} µs, "
-                    f"p99 +{(p99 - base[1]) * 1e6:.0f} µs, first byte +{(first - base[2]) * 1e6:.0f} µs"
-                )
+        _compare("chunkscope tap", tap, up, args)
+        if mitmdump:
+            # Started only now: even idle, mitmdump takes CPU from the others on a small machine.
+            command = [mitmdump, "-q", "--mode", f"reverse:http://127.0.0.1:{up}@{mitm}"]
+            command += ["--set", "stream_large_bodies=1", "--set", "connection_strategy=lazy"]
+            children.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            _wait_port(mitm)
+            _compare("mitmproxy reverse", mitm, up, args)
+            children[-1].terminate()
+            children[-1].wait(10)
+        else:
+            print("  (mitmproxy: no mitmdump on PATH or in $MITMDUMP; its rows are left out)")
         good, count, seconds = asyncio.run(
             _concurrent(f"http://127.0.0.1:{tap}/v1/chat/completions", args.concurrent, 50)
         )
