@@ -51,7 +51,7 @@ import time
 import warnings
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import h11
 import httpx
@@ -213,11 +213,11 @@ class _Upstream(asyncio.Protocol):
         self.served = 0  # responses completed on this connection
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; cast, not isinstance: another loop's (uvloop's) are not asyncio's classes.
+        self.transport = cast(asyncio.Transport, transport)
         _nodelay(transport)
         if self.client.writing_paused:
-            transport.pause_reading()
+            self.transport.pause_reading()
 
     @property
     def usable(self) -> bool:
@@ -328,8 +328,8 @@ class _Client(asyncio.Protocol):
     # --- asyncio's callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; cast, not isinstance: another loop's (uvloop's) are not asyncio's classes.
+        self.transport = cast(asyncio.Transport, transport)
         _nodelay(transport)
         self.tap._clients.add(self)
 
