@@ -16,6 +16,8 @@ takes CPU from the others on a small machine). Reported, per path:
 - the latency of each event (written → read by the client) at p50 and p99, and what
   the proxy adds over direct;
 - time to first byte (request sent → first body byte) at p50, and the overhead;
+- the same for a bare asyncio relay (this file, ``--serve-bare-relay``: each side's bytes
+  written to the other, nothing parsed or kept), the floor under any relay written in Python;
 - ``--concurrent`` streams at once through the tap, each body compared with what
   the upstream sent (sha256): no byte lost.
 
@@ -108,6 +110,55 @@ async def _serve_upstream(port: int) -> None:
             writer.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+    async with server:
+        await server.serve_forever()
+
+
+class _Pipe(asyncio.Protocol):
+    """One side of the bare relay: what it receives, the other side's transport writes at once."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.other: _Pipe | None = None
+        self.held = bytearray()  # what the client sent before the upstream connection was made
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        other = self.other
+        if other is not None and other.transport is not None:
+            other.transport.write(data)
+        else:
+            self.held += data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.other is not None and self.other.transport is not None:
+            self.other.transport.close()
+
+
+async def _serve_bare_relay(port: int, upstream: int) -> None:
+    """The floor of any Python relay: bytes from each side written to the other, nothing parsed."""
+    loop = asyncio.get_running_loop()
+    pairing: set[asyncio.Task[None]] = set()
+
+    def accepted() -> _Pipe:
+        client = _Pipe()
+
+        async def pair() -> None:
+            _, up = await loop.create_connection(_Pipe, "127.0.0.1", upstream)
+            client.other, up.other = up, client
+            if client.held and up.transport is not None:
+                up.transport.write(bytes(client.held))
+                client.held.clear()
+
+        task = loop.create_task(pair())
+        pairing.add(task)
+        task.add_done_callback(pairing.discard)
+        return client
+
+    server = await loop.create_server(accepted, "127.0.0.1", port, backlog=1024)
     async with server:
         await server.serve_forever()
 
@@ -232,9 +283,13 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.001, help="seconds between upstream events")
     parser.add_argument("--concurrent", type=int, default=500)
     parser.add_argument("--serve-upstream", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-bare-relay", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_upstream is not None:
         asyncio.run(_serve_upstream(args.serve_upstream))
+        return
+    if args.serve_bare_relay is not None:
+        asyncio.run(_serve_bare_relay(*args.serve_bare_relay))
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     up, tap, mitm = _free_port(), _free_port(), _free_port()
@@ -264,6 +319,14 @@ def main() -> None:
         print(f"{args.streams} streams x {args.events} events, {args.gap * 1000:g} ms apart, over loopback")
         print(f"{'path':<20}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
         _compare("chunkscope tap", tap, up, args)
+        # The floor under any relay written in Python: the same hop with nothing parsed or kept.
+        bare = _free_port()
+        relay = subprocess.Popen([sys.executable, __file__, "--serve-bare-relay", str(bare), str(up)])
+        children.append(relay)
+        _wait_port(bare)
+        _compare("bare asyncio relay", bare, up, args)
+        relay.terminate()
+        relay.wait(10)
         if mitmdump:
             # Started only now: even idle, mitmdump takes CPU from the others on a small machine.
             command = [mitmdump, "-q", "--mode", f"reverse:http://127.0.0.1:{up}@{mitm}"]

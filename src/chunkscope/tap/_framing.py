@@ -7,6 +7,12 @@ kept-alive connection knows when the next request may go. The head is parsed
 by h11 (rare, cost irrelevant); the body by a countdown or a chunk-size scan
 (a few ``bytes.find`` per read), since h11's event loop costs ~12 µs per read
 on the forwarding path and these cost ~1.
+
+Bytes that are not HTTP/1.1 raise, for the relay only (it drops both connections and the call
+ends with the failure; no user sees the class)::
+
+    Exception
+     └── ProtocolFault        the upstream's bytes are not HTTP/1.1 as RFC 9112 frames it
 """
 
 from __future__ import annotations
