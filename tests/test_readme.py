@@ -15,6 +15,7 @@ import io
 import re
 import sys
 import tokenize
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,25 +50,25 @@ def _print_comments(source: str) -> dict[int, str]:
     return lines
 
 
-async def test_readme_python_blocks_run_in_order_and_print_what_their_comments_say() -> None:
-    # one namespace, blocks in order, top-level await allowed: as in a notebook or `python -m asyncio`
-    namespace: dict[str, object] = {"__name__": "__readme__"}
-    for number, source in enumerate(_python_blocks(), start=1):
-        name = f"README.md python block {number}"
-        printed: dict[int, list[str]] = {}
+@pytest.mark.parametrize("number", range(1, len(_python_blocks()) + 1))
+async def test_each_readme_python_block_runs_alone_and_prints_what_its_comments_say(number: int) -> None:
+    # a namespace of its own, top-level await allowed: as in a fresh notebook or `python -m asyncio`
+    source = _python_blocks()[number - 1]
+    name = f"README.md python block {number}"
+    printed: dict[int, list[str]] = {}
 
-        def record(*args: Any, sep: str = " ", out: dict[int, list[str]] = printed, **_: Any) -> None:
-            line = sys._getframe(1).f_lineno  # the block's line that called print
-            out.setdefault(line, []).append(sep.join(str(arg) for arg in args))
+    def record(*args: Any, sep: str = " ", **_: Any) -> None:
+        line = sys._getframe(1).f_lineno  # the block's line that called print
+        printed.setdefault(line, []).append(sep.join(str(arg) for arg in args))
 
-        namespace["print"] = record
-        code = compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        outcome = eval(code, namespace)
-        if inspect.isawaitable(outcome):
-            await outcome
-        expected = _print_comments(source)
-        got = {line: printed.get(line, []) for line in expected}
-        assert got == {line: [text] for line, text in expected.items()}, name
+    namespace: dict[str, object] = {"__name__": "__readme__", "print": record}
+    code = compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    outcome = eval(code, namespace)
+    if inspect.isawaitable(outcome):
+        await outcome
+    expected = _print_comments(source)
+    got = {line: printed.get(line, []) for line in expected}
+    assert got == {line: [text] for line, text in expected.items()}, name
 
 
 def test_the_readme_print_check_catches_a_wrong_comment() -> None:
@@ -131,10 +132,33 @@ def test_the_readme_scenario_table_is_the_providers_scenarios() -> None:
 
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Local provider scenarios") :].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([^`]+)` \| (.*?) \|", section, re.M)
-    assert [name for name, _ in rows] == list(SCENARIOS), "paste the table from the provider's SCENARIOS"
-    for name, description in rows:
-        assert description.replace("\\|", "|") == SCENARIOS[name].description, name
+    rows = [
+        [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        for line in section.splitlines()
+        if line.startswith("| `")
+    ]
+    assert [name.strip("`") for name, *_ in rows] == list(SCENARIOS), "paste the table from SCENARIOS"
+    for name, description, codes in rows:
+        scenario = SCENARIOS[name.strip("`")]
+        assert description.replace("\\|", "|") == scenario.description, name
+        assert codes == scenario_codes_cell(scenario.expected_codes), name
+
+
+def scenario_codes_cell(codes: dict[str, str] | None) -> str:
+    """The README's code cell of a scenario: the code every wire gives, then each wire that differs."""
+    if not codes:
+        return ""
+    common = Counter(codes.values()).most_common(1)[0][0]
+    others = ", ".join(f"{wire}: `{code}`" for wire, code in codes.items() if code != common)
+    return f"`{common}`" + (f" ({others})" if others else "")
+
+
+def test_the_scenario_code_cell_names_the_wires_that_differ() -> None:
+    assert scenario_codes_cell(None) == ""
+    assert scenario_codes_cell({"openai": "AUTH", "anthropic": "AUTH"}) == "`AUTH`"
+    codes = {"openai": "CONTENT_FILTER", "anthropic": "REFUSAL", "gemini": "CONTENT_FILTER"}
+    cell = scenario_codes_cell(codes)
+    assert cell == "`CONTENT_FILTER` (anthropic: `REFUSAL`)"
 
 
 class _PasteConsole(code.InteractiveConsole):
@@ -172,15 +196,6 @@ def test_the_paste_check_catches_a_missing_blank_line_after_a_for_body() -> None
 def test_each_readme_python_block_pastes_into_an_interactive_console(number: int) -> None:
     source = _python_blocks()[number - 1]
     assert pasted_errors(source) == [], f"README.md python block {number}, pasted into `python -m asyncio`"
-
-
-def test_each_readme_section_imports_chunkscope_before_its_blocks_use_it() -> None:
-    text = README.read_text(encoding="utf-8")
-    for section in re.split(r"^## ", text, flags=re.M)[1:]:
-        imported = False
-        for source in _PYTHON_BLOCK.findall(section):
-            imported = imported or "import chunkscope as cs" in source
-            assert imported or "cs." not in source, f"## {section.splitlines()[0]}: cs used unimported"
 
 
 def test_readme_and_docs_spell_installs_one_way() -> None:
@@ -303,3 +318,50 @@ def test_the_readme_python_blocks_run_when_pasted_into_python_m_asyncio(tmp_path
     for source in blocks:
         for expected in _print_comments(source).values():
             assert expected in printed, (expected, printed[-3000:])
+
+
+# --- the first screen --------------------------------------------------------------------------
+
+FIRST_SCREEN = (1280, 800)
+"""The window a newcomer opens the README in: a laptop's browser, 1280 by 800 CSS pixels."""
+
+# GitHub's README styles that decide heights (github-markdown-css: the page is 980 px wide with
+# 45 px of padding, 16 px text at line-height 1.5, headings, code blocks at 85 % with 16 px of
+# padding, 16 px between blocks, pictures scaled to the column's width)
+GITHUB_CSS = """
+body { margin: 0; background: #fff; }
+.markdown-body { box-sizing: border-box; min-width: 200px; max-width: 980px; margin: 0 auto; padding: 45px;
+  font-family: -apple-system, BlinkMacSystemFont, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif;
+  font-size: 16px; line-height: 1.5; color: #1f2328; word-wrap: break-word; }
+.markdown-body > *:first-child { margin-top: 0 !important; }
+.markdown-body p, .markdown-body pre, .markdown-body table, .markdown-body ul, .markdown-body ol {
+  margin-top: 0; margin-bottom: 16px; }
+.markdown-body h1, .markdown-body h2, .markdown-body h3 { margin-top: 24px; margin-bottom: 16px;
+  font-weight: 600; line-height: 1.25; }
+.markdown-body h1 { font-size: 2em; padding-bottom: .3em; border-bottom: 1px solid #d1d9e0b3; }
+.markdown-body h2 { font-size: 1.5em; padding-bottom: .3em; border-bottom: 1px solid #d1d9e0b3; }
+.markdown-body h3 { font-size: 1.25em; }
+.markdown-body code, .markdown-body pre { font-family: ui-monospace, SFMono-Regular, "SF Mono", Menlo,
+  Consolas, "Liberation Mono", monospace; font-size: 85%; }
+.markdown-body code { padding: .2em .4em; background: #818b981f; border-radius: 6px; }
+.markdown-body pre { padding: 16px; overflow: auto; line-height: 1.45; background: #f6f8fa;
+  border-radius: 6px; }
+.markdown-body pre code { padding: 0; background: transparent; font-size: 100%; }
+.markdown-body img { max-width: 100%; box-sizing: content-box; }
+.markdown-body img[src^="https://mybinder.org/"] { height: 20px; }  /* the badge: 20 px tall, offline here */
+.markdown-body table { display: block; width: max-content; max-width: 100%; overflow: auto;
+  border-collapse: collapse; }
+.markdown-body td, .markdown-body th { padding: 6px 13px; border: 1px solid #d1d9e0; }
+"""
+
+
+def readme_html() -> str:
+    """README.md as a page styled as GitHub shows a README (pictures from the checkout's docs/)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(README.read_text(encoding="utf-8"))
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><base href="{README.parent.as_uri()}/">'
+        f"<style>{GITHUB_CSS}</style></head>"
+        f'<body><article class="markdown-body">{body}</article></body></html>'
+    )

@@ -148,7 +148,7 @@ def is_quota_exceeded(detail: str) -> bool:
 
 # --- THE table ---------------------------------------------------------------------
 
-# Error-object type (either wire's vocabulary), by substring → code. Checked after the status rules.
+# Error-object type (any wire's vocabulary), by substring → code. Checked after the status rules.
 _TYPE_CODES: tuple[tuple[str, str], ...] = (
     ("request_too_large", "INVALID_REQUEST"),
     ("billing", "QUOTA"),
@@ -493,7 +493,7 @@ def stream_error(
     secrets: Iterable[str] = (),
     request_id: str | None = None,
 ) -> LlmError:
-    """The ``LlmError`` for an error object delivered inside a 200 stream (either wire's shape).
+    """The ``LlmError`` for an error object delivered inside a 200 stream (any wire's shape).
 
     A numeric ``status``/``code``/``status_code`` in the object counts as the
     HTTP status; else its type and wording decide (``error_code``).

@@ -1,16 +1,16 @@
 """``chunkscope record``: one real stream, through a real adapter, into a recording file.
 
-``chunkscope record --base-url URL --model M [--wire openai|anthropic] PROMPT -o FILE``
-sends PROMPT as one user message through ``OpenAICompatAdapter`` (the
-DeepSeek/OpenAI chat-completions wire) or ``AnthropicAdapter``, wrapped in
-``RecordingAdapter``, so FILE gets the header, every chunk with its time, and
-the error line if the stream failed. ``chunkscope show FILE`` draws it,
-``chunkscope check FILE`` judges it, ``ReplayAdapter(FILE)`` plays it again.
+``chunkscope record --base-url URL --model M [--wire WIRE] PROMPT -o FILE``
+sends PROMPT as one user message through the adapter of the wire named
+(``chunkscope.adapters.wires.WIRES``; the chat-completions wire by default),
+wrapped in ``RecordingAdapter``, so FILE gets the header, every chunk with its
+time, and the error line if the stream failed. ``chunkscope show FILE`` draws
+it, ``chunkscope check FILE`` judges it, ``ReplayAdapter(FILE)`` plays it again.
 
 The API key is read from the environment only — ``--api-key-env NAME``, else
-``DEEPSEEK_API_KEY`` or ``OPENAI_API_KEY`` (openai wire) / ``ANTHROPIC_API_KEY``
-(anthropic wire) — and never written to the file, printed, or put in an error
-message (a message that would hold it has it replaced first).
+the wire's key variables (``WireFacts.key_variables``) — and never written to
+the file, printed, or put in an error message (a message that would hold it
+has it replaced first).
 
 Exit status: 0 the stream finished (whatever its finish kind); 1 the stream
 raised (its code is on stderr and in the recording's error line); 2 bad arguments,

@@ -26,7 +26,11 @@ from ._args import (
 
 __all__ = ["SERVE_HELP", "add_serve_parser", "serve"]
 
-SERVE_HELP = "run the local provider (OpenAI/DeepSeek and Anthropic wires) on 127.0.0.1 until Ctrl-C"
+# the wires are the table's, so the help names every wire the banner prints a base URL for
+SERVE_HELP = (
+    "run the local provider on 127.0.0.1 until Ctrl-C; it speaks every wire: "
+    + ", ".join(facts.label for facts in WIRE_FACTS.values())
+)
 
 
 def serve(*, port: int = 0, token_delay: float = 0.0) -> int:

@@ -1,9 +1,9 @@
 """The local provider's scenarios: one neutral script per model name.
 
 A scenario's script is a list of wire-neutral steps (a reasoning fragment, a
-text fragment, a tool-call fragment, a finish, a fault). Two encoders
-(``wires/openai``, ``wires/anthropic``) render the same script, so both wires
-say the same thing. What a correct adapter assembles from a script
+text fragment, a tool-call fragment, a finish, a fault). One encoder per wire
+(``wires/<name>.py``, one for every row of the wire table) renders the same
+script, so every wire says the same thing. What a correct adapter assembles from a script
 (``Scenario.expected``) is derived from the script itself; ``docs/scenarios.md``
 is the table a person reads, and the provider's tests pin the two together.
 
@@ -142,7 +142,7 @@ class Script:
     steps: Sequence[Step]
     usage: WireUsage
     dialect: str | None = None
-    """How the reply's own wire says it (``DIALECTS``); None: the plain shape of both wires."""
+    """How the reply's own wire says it (``DIALECTS``); None: the plain shape of every wire."""
 
     @property
     def reasons(self) -> bool:
@@ -167,7 +167,7 @@ class HttpFault:
 
 @dataclass(frozen=True)
 class Expected:
-    """What a correct adapter yields for a scenario (identical on both wires).
+    """What a correct adapter yields for a scenario (identical on every wire).
 
     ``text`` and ``reasoning`` are the concatenated text of every text and
     reasoning block delivered (for a fault: the partial output before it);
@@ -372,8 +372,8 @@ class Scenario:
     def wires(self) -> tuple[Wire, ...]:
         """The wires whose conformance matrix holds this scenario.
 
-        Every scenario is served on both wires; a dialect scenario belongs to the
-        matrix of its dialect's wire only (on the other it repeats a plain reply).
+        Every scenario is served on every wire; a dialect scenario belongs to the
+        matrix of its dialect's wire only (on the others it repeats a plain reply).
         """
         dialect = self.dialect
         return WIRES if dialect is None else (DIALECTS[dialect],)

@@ -93,14 +93,14 @@ class _HeadDeadline(H11Protocol):
 
 
 class LocalProvider:
-    """A real HTTP server on loopback that answers as DeepSeek/OpenAI and Anthropic do.
+    """A real HTTP server on loopback that answers as the real servers of every wire do.
 
     ``with LocalProvider() as provider:`` (or ``async with``, or
     ``start()``/``stop()``) serves on ``host`` (loopback only: anything else
     raises ``ValueError``) and ``port`` (0: a free port). ``provider.url`` is
-    the root (what the Anthropic SDK and ``AnthropicAdapter`` take),
-    ``provider.base_url`` is ``url + "/v1"`` (what the OpenAI SDK and
-    ``OpenAICompatAdapter`` take). The request's ``model`` picks a scenario of
+    the root and ``provider.base_url`` is ``url + "/v1"``; a wire's adapter and
+    official SDK take ``WIRE_FACTS[name].base_url(provider.url)``, one of the two
+    (``chunkscope serve`` prints each). The request's ``model`` picks a scenario of
     ``SCENARIOS`` (``docs/scenarios.md``); ``token_delay`` is the pause in
     seconds between streamed events for every scenario. Any API key is
     accepted and none is logged. ``requests`` lists what was received

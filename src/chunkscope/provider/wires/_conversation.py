@@ -19,7 +19,7 @@ def chat_conversation(body: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 def _trailing_tool_result(body: Mapping[str, Any]) -> str | None:
-    """The text of the tool result the conversation ends with (either wire), else None."""
+    """The text of the tool result a chat-completions or Messages conversation ends with, else None."""
     messages = body.get("messages")
     last = messages[-1] if isinstance(messages, list) and messages else None
     if not isinstance(last, dict):
