@@ -12,14 +12,18 @@ import code
 import contextlib
 import inspect
 import io
+import json
 import re
 import sys
 import tokenize
+import tomllib
 from collections import Counter
+from importlib.metadata import packages_distributions
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 from chunkscope.protocol import ERROR_CODES, RULES
 
@@ -289,35 +293,189 @@ def _paste_in_a_terminal(blocks: list[str], env: dict[str, str], cwd: Path) -> s
     return _ANSI.sub("", shown.decode("utf-8", "replace")).replace("\r", "")
 
 
-@pytest.mark.slow  # about 12 s: a fresh interpreter, two local providers and a conformance run
-def test_the_readme_python_blocks_run_when_pasted_into_python_m_asyncio(tmp_path: Path) -> None:
+# --- each block alone, after the install it names ---------------------------------------------
+
+_NEEDS = re.compile(r"^# needs: (\S.*)$")
+PYPROJECT = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def block_needs(source: str) -> list[Requirement]:
+    """What a block's first line, ``# needs: chunkscope[usage], openai``, says to install."""
+    first = source.split("\n", 1)[0]
+    match = _NEEDS.match(first)
+    assert match, f"the block's first line must say what it needs (# needs: chunkscope[...], ...): {first!r}"
+    needs = [Requirement(part.strip()) for part in match[1].split(",")]
+    assert [n.name for n in needs].count("chunkscope") == 1, f"{first!r}: name chunkscope with its extras"
+    return needs
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_closure(needs: list[Requirement]) -> set[str]:
+    """The distributions ``pip install`` of ``needs`` brings (canonical names), chunkscope's from pyproject.
+
+    chunkscope's own requirements are read from this checkout's ``pyproject.toml`` (its extras
+    expanded, ``chunkscope[x]`` inside an extra too); every other distribution's from its installed
+    metadata, with the markers of the extras asked for.
+    """
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    found: set[str] = set()
+    todo: list[Requirement] = list(needs)
+    while todo:
+        need = todo.pop()
+        name = _canonical(need.name)
+        if name == "chunkscope":
+            for extra in need.extras:
+                assert extra in extras, f"chunkscope has no extra {extra!r} (pyproject.toml)"
+            todo += [Requirement(r) for r in PYPROJECT["project"]["dependencies"]]
+            todo += [Requirement(r) for extra in need.extras for r in extras[extra]]
+            continue
+        key = f"{name}[{','.join(sorted(need.extras))}]"
+        if key in found:
+            continue
+        found.add(key)
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue  # not in this environment: nothing of it can be imported here either
+        for text in requires:
+            requirement = Requirement(text)
+            marker = requirement.marker
+            asked = ["", *need.extras]
+            if marker is None or any(marker.evaluate({"extra": extra}) for extra in asked):
+                todo.append(requirement)
+    return {key.split("[", 1)[0] for key in found}
+
+
+def importable_modules(needs: list[Requirement]) -> set[str]:
+    """The top-level modules a fresh environment with only ``needs`` installed could import."""
+    closure = installed_closure(needs)
+    modules = {
+        module
+        for module, owners in packages_distributions().items()
+        if any(_canonical(owner) in closure for owner in owners)
+    }
+    return modules | {"chunkscope"} | set(sys.stdlib_module_names)
+
+
+def test_each_readme_python_block_names_what_it_needs_and_imports_nothing_else() -> None:
+    for number, source in enumerate(_python_blocks(), start=1):
+        importable = importable_modules(block_needs(source))
+        imported = {
+            (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]  # type: ignore[union-attr]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
+        assert imported <= importable, (number, "imported but not named", imported - importable)
+
+
+def test_the_install_closure_follows_chunkscopes_extras_and_their_dependencies() -> None:
+    base = installed_closure([Requirement("chunkscope")])
+    usage = installed_closure([Requirement("chunkscope[usage]")])
+    assert {"pydantic", "httpx", "pydantic-core"} <= base and "pandas" not in base
+    assert {"pandas", "numpy", "pyarrow"} <= usage  # and pandas' own dependencies:
+    assert "python-dateutil" in usage
+    assert "openai" not in usage
+    assert "openai" in installed_closure([Requirement("chunkscope"), Requirement("openai")])
+    with pytest.raises(AssertionError, match="no extra 'nope'"):
+        installed_closure([Requirement("chunkscope[nope]")])
+    with pytest.raises(AssertionError, match="must say what it needs"):
+        block_needs("import chunkscope as cs\n")
+
+
+# a fresh interpreter where only the named install can be imported: every finder on sys.meta_path
+# answers None for the other top-level modules of this environment, so their import fails and
+# ``importlib.util.find_spec`` says None, exactly as for a package that is not installed
+_BLOCKER = """\
+import json, os, sys
+
+
+class _OnlyTheInstall:
+    def __init__(self, finder, absent):
+        self.finder, self.absent = finder, absent
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.absent:
+            return None
+        return self.finder.find_spec(name, path, target)
+
+    def __getattr__(self, name):
+        return getattr(self.finder, name)
+
+
+_absent = frozenset(json.load(open(os.environ["CHUNKSCOPE_README_ABSENT"])))
+sys.meta_path[:] = [_OnlyTheInstall(finder, _absent) for finder in sys.meta_path]
+"""
+
+
+def _absent_modules(needs: list[Requirement]) -> list[str]:
+    importable = importable_modules(needs)
+    return sorted(set(packages_distributions()) - importable)
+
+
+def _run_alone(number: int, source: str, tmp_path: Path) -> tuple[str, str]:
+    """Block ``number`` in a fresh ``python -m asyncio``, with only what it names importable.
+
+    Returns what it printed (its stdout) and everything it showed (stdout and stderr).
+    """
     import os
     import subprocess
 
-    blocks = _python_blocks()
-    env = {**os.environ, "PYTHONPATH": str(README.parent / "src")}
+    folder = tmp_path / f"block-{number}"
+    (folder / "site").mkdir(parents=True)
+    (folder / "site" / "sitecustomize.py").write_text(_BLOCKER, encoding="utf-8")
+    absent = folder / "absent.json"
+    absent.write_text(json.dumps(_absent_modules(block_needs(source))), encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{folder / 'site'}{os.pathsep}{README.parent / 'src'}",
+        "CHUNKSCOPE_README_ABSENT": str(absent),
+    }
     if _piped_asyncio_repl_takes_a_compound_statement(env):
-        pasted = "".join(source + "\n" for source in blocks)  # a blank line between blocks, as a user pastes
         done = subprocess.run(
             [sys.executable, "-m", "asyncio"],
-            input=pasted,
+            input=source + "\n",  # the blank line that ends a pasted compound statement
             capture_output=True,
             text=True,
-            cwd=tmp_path,
+            cwd=folder,
             env=env,
-            timeout=180,
+            timeout=240,
         )
-        output, printed = done.stdout + done.stderr, done.stdout
-        assert "Traceback" not in output and "Error:" not in output, output[-4000:]
-    else:  # CPython 3.13.0: piped input cannot hold a block, so paste as into a terminal
-        output = _paste_in_a_terminal(blocks, env, tmp_path)
-        # the terminal echoes the pasted source: an error is a line that starts with one, and
-        # what the blocks printed is what is left once the echoed print lines are dropped
-        assert "Traceback" not in output and not re.search(r"^\w*Error: ", output, re.M), output[-4000:]
-        printed = "\n".join(line for line in output.splitlines() if "print(" not in line)
-    for source in blocks:
+        return done.stdout, done.stdout + done.stderr
+    # CPython 3.13.0: piped input cannot hold a block, so paste as into a terminal; the terminal
+    # echoes the pasted source, so what the block printed is what is left without the print lines
+    output = _paste_in_a_terminal([source], env, folder)
+    return "\n".join(line for line in output.splitlines() if "print(" not in line), output
+
+
+@pytest.mark.slow  # about 20 s on two cores: nine fresh interpreters, providers and a conformance run
+def test_each_readme_python_block_runs_alone_in_a_fresh_python_m_asyncio_after_the_install_it_names(
+    tmp_path: Path,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks = _python_blocks()
+    with ThreadPoolExecutor(max_workers=3) as pool:  # processes: the threads only wait on them
+        runs = list(pool.map(lambda numbered: _run_alone(*numbered, tmp_path), enumerate(blocks, start=1)))
+    for number, (source, (printed, output)) in enumerate(zip(blocks, runs, strict=True), start=1):
+        failed = "Traceback" in output or re.search(r"^\w*Error: ", output, re.M)
+        assert not failed, f"README.md python block {number}, alone:\n{output[-4000:]}"
         for expected in _print_comments(source).values():
-            assert expected in printed, (expected, printed[-3000:])
+            assert expected in printed, (number, expected, printed[-3000:])
+
+
+def test_a_block_that_uses_a_package_it_does_not_name_fails_alone(tmp_path: Path) -> None:
+    source = "# needs: chunkscope\nimport pandas\nprint(pandas.__name__)  # pandas\n"
+    _, output = _run_alone(1, source, tmp_path)
+    assert re.search(r"^ModuleNotFoundError: .*\bpandas\b", output, re.M), output
+    source = "# needs: chunkscope\nimport chunkscope as cs\ncs.UsageLog()\n"
+    _, output = _run_alone(2, source, tmp_path)
+    assert 'needs the "usage" extra' in output, output  # a path that needs an extra, found by running it
 
 
 # --- the first screen --------------------------------------------------------------------------
