@@ -523,3 +523,130 @@ def readme_html() -> str:
         f"<style>{GITHUB_CSS}</style></head>"
         f'<body><article class="markdown-body">{body}</article></body></html>'
     )
+
+
+# what GitHub's styles give each kind of block, in CSS pixels (GITHUB_CSS): the column is
+# 980 - 2 * 45 = 890 px wide; a line of 16 px text is 24 px tall and holds at most ~100 characters
+# (Chromium's sans-serif averages 8.3 px a character in the README's prose); blocks are 16 px apart
+_COLUMN_PX = 890
+_PROSE_CHARS_PER_LINE = 100
+_LINE_PX = 24
+_GAP_PX = 16
+_HEADING_PX = {
+    "h1": 2 * 16 * 1.25 + 0.3 * 32 + 1 + _GAP_PX,
+    "h2": 24 + 1.5 * 16 * 1.25 + 0.3 * 24 + 1 + _GAP_PX,
+}
+_CODE_LINE_PX = 0.85 * 16 * 1.45
+_CODE_PADDING_PX = 2 * 16
+
+
+def _picture_height(src: str, width: str | None) -> float:
+    """A picture's height in the column: its own size, scaled to ``width`` or to fit the column."""
+    import struct
+
+    with (README.parent / src).open("rb") as png:
+        own_width, own_height = struct.unpack(">II", png.read(24)[16:24])  # the PNG's IHDR
+    shown = min(float(width) if width else own_width, _COLUMN_PX)
+    return own_height * shown / own_width
+
+
+def first_screen_estimate(readme: str) -> float:
+    """How far down GitHub's rendering of ``readme`` the second command's block ends, in CSS pixels.
+
+    A model of GITHUB_CSS, block by block, from the page's top padding (45 px): each heading's
+    height, each paragraph's lines at 100 characters a line (its rendered text, markup removed),
+    each picture at its scaled size and each code block's lines with its padding, plus the 16 px
+    between blocks. The browser test below measures the same page in Chromium and holds the model
+    to it (the estimate may not fall short of the measure): 788 px estimated, 750 px measured.
+    """
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(readme)
+    height = 45.0
+    commands = 0
+    for k, token in enumerate(tokens):
+        if token.type == "heading_open":
+            height += _HEADING_PX.get(token.tag, _HEADING_PX["h2"])
+        elif token.type == "paragraph_open":
+            shown = [
+                child.content
+                for child in tokens[k + 1].children or []
+                if child.type in ("text", "code_inline")
+            ]
+            lines = max(1, -(-len("".join(shown)) // _PROSE_CHARS_PER_LINE))
+            height += lines * _LINE_PX + _GAP_PX
+        elif token.type == "html_block" and (
+            picture := re.search(r'<img src="([^"]+)"(?: width="(\d+)")?', token.content)
+        ):
+            height += (
+                _picture_height(picture[1], picture[2]) + _LINE_PX / 4 + _GAP_PX
+            )  # an inline box's descent
+        elif token.type == "fence":
+            height += token.content.count("\n") * _CODE_LINE_PX + _CODE_PADDING_PX
+            if token.info == "bash" and token.content.startswith("bash scripts/"):
+                commands += 1
+                if commands == 2:
+                    return height
+            height += _GAP_PX
+    raise AssertionError("the README has no second command")
+
+
+def test_the_two_commands_are_on_the_readmes_first_screen() -> None:
+    """At 1280 by 800, GitHub's rendering shows what chunkscope is and both commands unscrolled.
+
+    The estimate is ``first_screen_estimate``'s model of GitHub's README styles (checked against
+    Chromium by the browser test below); the second command's block must end within the 800 px
+    window, so a newcomer sees both commands without scrolling, after one picture.
+    """
+    readme = README.read_text(encoding="utf-8")
+    assert first_screen_estimate(readme) <= FIRST_SCREEN[1]
+    before = readme[: readme.index("bash scripts/test.sh")]
+    assert len(re.findall(r"<img |!\[", before)) == 1, "one picture before the commands says what it is"
+
+
+def test_the_first_screen_estimate_grows_with_what_comes_first() -> None:
+    readme = README.read_text(encoding="utf-8")
+    longer = readme.replace(
+        "\n## The two commands", "\n" + "A line of prose. " * 60 + "\n\n## The two commands", 1
+    )
+    assert first_screen_estimate(longer) > first_screen_estimate(readme) + 10 * _LINE_PX - 1
+    assert first_screen_estimate(longer) > FIRST_SCREEN[1]
+
+
+@pytest.mark.browser
+def test_chromium_shows_the_two_commands_on_the_readmes_first_screen(tmp_path: Path) -> None:
+    """The README rendered with GitHub's styles, in headless Chromium at 1280 by 800: both commands'
+    blocks end above the fold, the picture is whole above them, and the estimate the fast test
+    uses is not below what Chromium measures. The screenshot stays in ``test-artifacts/``."""
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "README.html"
+    page_file.write_text(readme_html(), encoding="utf-8")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": FIRST_SCREEN[0], "height": FIRST_SCREEN[1]})
+            page.goto(page_file.as_uri())
+            page.wait_for_load_state("load")
+            boxes = page.evaluate(
+                """() => {
+                    const bottom = (el) => el.getBoundingClientRect().bottom;
+                    const blocks = [...document.querySelectorAll('pre')];
+                    const lab = blocks.find((b) => b.textContent.trim() === 'bash scripts/lab.sh');
+                    const test = blocks.find((b) => b.textContent.trim() === 'bash scripts/test.sh');
+                    const picture = document.querySelector('img[src="docs/timeline.png"]');
+                    return {lab: bottom(lab), test: bottom(test), picture: bottom(picture),
+                            loaded: picture.complete && picture.naturalWidth > 0};
+                }"""
+            )
+            artifacts = README.parent / "test-artifacts"
+            artifacts.mkdir(exist_ok=True)
+            page.screenshot(path=str(artifacts / "readme-first-screen.png"))
+        finally:
+            browser.close()
+    assert boxes["loaded"], "the picture loads from docs/"
+    assert boxes["picture"] < boxes["lab"] < boxes["test"] <= FIRST_SCREEN[1], boxes
+    estimate = first_screen_estimate(README.read_text(encoding="utf-8"))
+    assert estimate >= boxes["test"], (estimate, boxes)
