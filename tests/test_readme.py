@@ -1,8 +1,13 @@
 """The README's code runs as written and prints what its comments say; its tables are the registries.
 
-A ``print(...)  # text`` line in a Python block must print exactly ``text`` (once); every
-``print`` in the README carries such a comment. The rules and error-code tables must be
-``RULES`` and ``ERROR_CODES`` row for row: on a mismatch the test prints the table to paste.
+Each Python block's first line names what it needs installed (``# needs: chunkscope[usage], openai``),
+and each block runs alone: in its own namespace here, and in a fresh ``python -m asyncio`` where
+only the modules of that install (pyproject's extras, followed through their dependencies) can be
+imported. A ``print(...)  # text`` line in a Python block must print exactly ``text`` (once); every
+``print`` in the README carries such a comment. The rules, error-code, scenario and provider tables
+must be ``RULES``, ``ERROR_CODES``, ``SCENARIOS`` and the wire table row for row: on a mismatch the
+test prints the table to paste. The two commands stand on the first screen of GitHub's rendering at
+1280 by 800 (a fast estimate here, Chromium's measure under the ``browser`` marker).
 """
 
 from __future__ import annotations
@@ -650,3 +655,15 @@ def test_chromium_shows_the_two_commands_on_the_readmes_first_screen(tmp_path: P
     assert boxes["picture"] < boxes["lab"] < boxes["test"] <= FIRST_SCREEN[1], boxes
     estimate = first_screen_estimate(README.read_text(encoding="utf-8"))
     assert estimate >= boxes["test"], (estimate, boxes)
+
+
+def test_the_readme_provider_table_has_a_row_for_every_wire_of_the_table() -> None:
+    from chunkscope.adapters.wires import WIRES
+
+    rows = _table_after("## Use a real provider")[2:]
+    adapters = [re.search(r"`cs\.(\w+)`", row)[1] for row in rows]  # type: ignore[index]
+    assert adapters == [wire.adapter.__name__ for wire in WIRES.values()], (
+        "one row per wire, in the table's order"
+    )
+    for row, wire in zip(rows, WIRES.values(), strict=True):
+        assert all(f"`{key}`" in row for key in wire.facts.key_variables[:1]), (wire.name, row)
