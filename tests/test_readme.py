@@ -667,3 +667,43 @@ def test_the_readme_provider_table_has_a_row_for_every_wire_of_the_table() -> No
     )
     for row, wire in zip(rows, WIRES.values(), strict=True):
         assert all(f"`{key}`" in row for key in wire.facts.key_variables[:1]), (wire.name, row)
+
+
+# --- the README as an index page shows it ------------------------------------------------------
+
+_TARGETS = re.compile(r'\]\(([^)\s]+)\)|<img src="([^"]+)"')
+
+
+@pytest.mark.slow  # a wheel built as pip builds it (hatchling and its readme plugin from the index or cache)
+def test_the_wheels_description_is_the_readme_with_every_picture_and_link_absolute(tmp_path: Path) -> None:
+    import email
+    import subprocess
+    import zipfile
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(README.parent)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    [wheel] = tmp_path.glob("chunkscope-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_string(archive.read(name).decode("utf-8"))
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    description = metadata.get_payload()
+    homepage = PYPROJECT["project"]["urls"]["Homepage"]
+    repository = homepage.removeprefix("https://github.com/")
+    raw = f"https://raw.githubusercontent.com/{repository}/HEAD/"
+    page = f"{homepage}/blob/HEAD/"
+    targets = [link or picture for link, picture in _TARGETS.findall(description)]
+    pictures = [t for t in targets if t.startswith(raw)]
+    assert len(pictures) >= 4, targets  # the README's pictures, served from the repository
+    for target in targets:
+        assert re.match(r"https://|#", target), f"a relative link on the index page: {target}"
+        if target.startswith((raw, page)):
+            assert (README.parent / target.removeprefix(raw).removeprefix(page)).is_file(), target
+    # nothing else changed: without the prefixes it is the README itself
+    readme = README.read_text(encoding="utf-8")
+    assert description.replace(raw, "").replace(page, "").strip() == readme.strip()
