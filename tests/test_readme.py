@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import code
 import contextlib
+import functools
 import inspect
 import io
 import json
@@ -218,7 +219,8 @@ def test_readme_and_docs_spell_installs_one_way() -> None:
             assert "pip install -e" not in line or "checkout" in line, f"{path.name}: -e for users: {line}"
 
 
-def _piped_asyncio_repl_takes_a_compound_statement(env: dict[str, str]) -> bool:
+@functools.cache
+def _piped_asyncio_repl_takes_a_compound_statement() -> bool:
     """False on CPython 3.13.0, whose asyncio REPL compiles each piped line on its own."""
     import subprocess
 
@@ -227,7 +229,6 @@ def _piped_asyncio_repl_takes_a_compound_statement(env: dict[str, str]) -> bool:
         input="if True:\n    print('in' + 'side')\n\n",
         capture_output=True,
         text=True,
-        env=env,
         timeout=60,
     )
     return "inside" in probe.stdout
@@ -441,7 +442,7 @@ def _run_alone(number: int, source: str, tmp_path: Path) -> tuple[str, str]:
         "PYTHONPATH": f"{folder / 'site'}{os.pathsep}{README.parent / 'src'}",
         "CHUNKSCOPE_README_ABSENT": str(absent),
     }
-    if _piped_asyncio_repl_takes_a_compound_statement(env):
+    if _piped_asyncio_repl_takes_a_compound_statement():
         done = subprocess.run(
             [sys.executable, "-m", "asyncio"],
             input=source + "\n",  # the blank line that ends a pasted compound statement
