@@ -86,9 +86,9 @@ COLUMNS: dict[str, Any] = {
     "error_code": _category(),  # the raised error's code, else the error/aborted finish's
     "phase": _category(PHASES),  # <NA> when the attempt did not fail
     "usage_source": _category(USAGE_SOURCES),
-    "text_blocks": "int64",
-    "reasoning_blocks": "int64",
-    "tool_call_blocks": "int64",
+    "text_blocks": "Int64",  # <NA> where the source does not say (a log that keeps no chunks)
+    "reasoning_blocks": "Int64",
+    "tool_call_blocks": "Int64",
     "chunks": "int64",
     "violations": "int64",  # error-severity rule violations
     "warnings": "int64",  # warning-severity rule violations (e.g. usage-missing)
