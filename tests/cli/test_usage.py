@@ -257,6 +257,19 @@ def test_a_folder_is_read_as_a_whole_as_its_files_are(
     assert pd.read_csv(by_folder)["attempts"].sum() == 2 + 3
 
 
+def test_a_group_whose_usage_was_missing_shows_missing_not_zero(tmp_path: Path) -> None:
+    """A stream that ended well but reported no usage: its tokens are unknown, not `in 0 out 0`."""
+    from _cli_streams import write_recording
+
+    silent = [c for c in example() if c["type"] != "usage"]
+    path = write_recording(tmp_path / "silent.jsonl", silent)
+    code, text = shown(path)
+    assert code == 0
+    row = next(line for line in text.splitlines() if line.strip().startswith("scripted"))
+    assert row.split()[5:7] == ["-", "-"], row
+    assert "usage missing, scripted script-1: 1 attempt, none with usage reported" in text
+
+
 def test_a_folder_without_streams_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

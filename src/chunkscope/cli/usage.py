@@ -328,13 +328,33 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
     out = _empty_table([name or "group" for name in table.index.names], _currency(frame), len(frame))
     codes = [c for c in table.columns if c.startswith("errors_")]
     notes: list[Text] = []
-    for index, row in table.iterrows():
+    for (index, row), reported in zip(table.iterrows(), _reported(table, frame), strict=True):
         group = _group_names(index)
-        out.add_row(*group, *(_figure(name, row[name]) for name, _ in _TABLE_COLUMNS))
+        # A group none of whose attempts reported usage has unknown tokens, not 0 of them.
+        figures = [
+            "-" if name in _TOKEN_FIGURES and not reported else _figure(name, row[name])
+            for name, _ in _TABLE_COLUMNS
+        ]
+        out.add_row(*group, *figures)
+        if not reported:
+            attempts = plural(int(row["attempts"]), "attempt")
+            notes.append(Text(f"usage missing, {' '.join(group)}: {attempts}, none with usage reported"))
         errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
         if errors:
             notes.append(Text(f"errors by code, {' '.join(group)}: {', '.join(errors)}"))
     return Group(out, *notes)
+
+
+_TOKEN_FIGURES = frozenset({"input_tokens", "output_tokens"})
+
+
+def _reported(table: pd.DataFrame, frame: pd.DataFrame) -> list[bool]:
+    """For each summary row, whether any attempt of its group reported usage."""
+    keys = [name for name in table.index.names if name is not None]
+    if not keys:  # one row for the whole frame
+        return [bool(frame["input_tokens"].notna().any())] * len(table)
+    counts = frame.groupby(keys, observed=True, dropna=False)["input_tokens"].count()
+    return [bool(n) for n in counts.reindex(table.index).fillna(0)]
 
 
 def _group_names(index: Any) -> list[str]:
