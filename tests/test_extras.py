@@ -10,6 +10,7 @@ missing-extra paths run in a child interpreter where the optional module is bloc
 
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import subprocess
@@ -183,3 +184,48 @@ def test_a_python_path_without_its_extra_raises_missing_extra_error(
     assert done.returncode == 0, done.stderr[-3000:]
     got_extra, message = done.stdout.strip().splitlines()
     assert got_extra == extra and message.endswith(f'pip install "chunkscope[{extra}]"'), done.stdout
+
+
+GATED_PROBE = """
+import importlib.abc, json, sys, traceback
+
+class Absent(importlib.abc.MetaPathFinder):  # as if never installed (a None in sys.modules is "imported")
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Absent())
+import chunkscope as cs
+found = {}
+for name in cs.__all__:
+    try:
+        getattr(cs, name)
+    except cs.MissingExtraError as exc:
+        found[name] = [str(exc), "".join(traceback.format_exception(exc))]
+print(json.dumps(found))
+"""
+MESSAGE = re.compile(
+    r'^(\S+) needs the "(\w+)" extra \((\w+) is not installed\): pip install "chunkscope\[(\w+)\]"$'
+)
+
+
+def test_every_gated_name_without_its_extra_is_one_standalone_error_in_one_wording(tmp_path: Path) -> None:
+    """With no optional module installed, each public name that needs one raises a short traceback
+    (no chained ``ModuleNotFoundError``, none of the import machinery) whose line names it and its extra."""
+    code = f"BLOCKED = {sorted(OPTIONAL_MODULES)!r}\n{GATED_PROBE}"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    gated: dict[str, list[str]] = json.loads(done.stdout)
+    assert {"UsageLog", "summary", "Timeline", "ConformanceGrid", "to_otel", "read_parquet"} <= set(gated)
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for name, (message, shown) in gated.items():
+        match = MESSAGE.match(message)
+        assert match is not None, message
+        assert match[1] == f"chunkscope.{name}" and match[2] == match[4] in extras
+        assert match[3] in OPTIONAL_MODULES
+        assert "During handling" not in shown and "direct cause" not in shown, shown
+        assert "importlib" not in shown and len(shown.splitlines()) <= 6, shown
+        assert shown.rstrip().endswith(message)

@@ -122,9 +122,8 @@ def __getattr__(name: str) -> Any:
             from ._extras import MissingExtraError
 
             missing = MissingExtraError(own, missing.name or "", f"chunkscope.{name}")
-        if missing is exc:
-            raise
-        raise missing from exc
+        # one line to read: not the import machinery's frames, nor the chained ModuleNotFoundError
+        raise missing from None
     _publish(value)
     globals()[name] = value  # later lookups skip __getattr__
     return value

@@ -74,32 +74,38 @@ class MissingExtraError(ModuleNotFoundError):
 
 
 def as_missing_extra(exc: BaseException, what: str | None = None) -> MissingExtraError | None:
-    """``exc`` as a :class:`MissingExtraError` if it is a missing optional module, else None."""
+    """``exc`` as a :class:`MissingExtraError` for ``what`` if it is a missing optional module, else None.
+
+    Always a new error, to be raised ``from None``: its traceback starts where it is raised,
+    without the import machinery's frames. One raised deeper (``chunkscope.usage`` checks its
+    modules on import) is named again for ``what``, the name the user reached it by, so every
+    gated name reads the same.
+    """
     if isinstance(exc, MissingExtraError):
-        return exc
+        return MissingExtraError(exc.extra, exc.name or "", what or exc.what)
     if not isinstance(exc, ModuleNotFoundError) or not exc.name:
         return None
     top = exc.name.split(".")[0]
     found = OPTIONAL_MODULES.get(top)
     if found is None:
         return None
-    error = MissingExtraError(found[0], top, what)
-    error.__cause__ = exc
-    return error
+    return MissingExtraError(found[0], top, what)
 
 
 @contextmanager
 def needs_extra(what: str) -> Iterator[None]:
-    """Run the body; a missing optional module in it becomes a :class:`MissingExtraError` for ``what``."""
+    """Run the body; a missing optional module in it becomes a :class:`MissingExtraError` for ``what``.
+
+    Raised ``from None``: the import machinery's traceback and the chained
+    ``ModuleNotFoundError`` would only bury the one line that says what to install.
+    """
     try:
         yield
     except ModuleNotFoundError as exc:
         error = as_missing_extra(exc, what)
         if error is None:
             raise
-        if error is exc:
-            raise
-        raise error from exc
+        raise error from None
 
 
 def require_modules(what: str, *modules: str) -> None:

@@ -47,6 +47,9 @@ class WireFacts:
             model is the body's ``model``.
         reasoning_tokens: whether the wire reports reasoning tokens apart from the output
             (Bedrock's usage has no such field: its reasoning stays inside ``outputTokens``).
+        zero_details: whether the wire sends its cache-read and reasoning counts on every
+            answer, 0 when there were none (OpenAI Responses): a reported 0 stays 0, so they
+            are 0, not absent, in what an adapter reads.
     """
 
     name: str
@@ -61,6 +64,7 @@ class WireFacts:
     whole_path: str = ""
     model_in_path: str = ""
     reasoning_tokens: bool = True
+    zero_details: bool = False
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -102,6 +106,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("several-output-items", "summary-parts", "reasoning-text"),
             withheld_code="CONTENT_FILTER",  # response.incomplete, reason content_filter
             request_path="/responses",
+            zero_details=True,  # input_tokens_details / output_tokens_details on every response
         ),
         WireFacts(
             name="gemini",

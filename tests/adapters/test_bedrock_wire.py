@@ -515,15 +515,36 @@ def test_the_key_is_in_no_repr_and_a_missing_one_without_aws_credentials_is_miss
         BedrockAdapter("http://b.test", signing="hmac")  # type: ignore[arg-type]
 
 
-def test_sigv4_without_botocore_names_the_bedrock_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def _hide_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     for name in ("botocore", "botocore.auth", "botocore.awsrequest", "botocore.session"):
-        monkeypatch.setitem(sys.modules, name, None)
-    adapter = BedrockAdapter("http://127.0.0.1:9", signing="sigv4", region="us-east-1")
+        monkeypatch.setitem(sys.modules, name, None)  # its import fails as an absent package's does
+
+
+def test_sigv4_without_botocore_is_a_missing_extra_when_the_adapter_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _hide_botocore(monkeypatch)
     with pytest.raises(cs.MissingExtraError) as raised:
-        adapter._credential.resolve("Bedrock API")
-    assert raised.value.extra == "bedrock" and 'pip install "chunkscope[bedrock]"' in str(raised.value)
+        BedrockAdapter("http://127.0.0.1:9", signing="sigv4", region="us-east-1")
+    assert str(raised.value) == (
+        'BedrockAdapter(signing="sigv4") needs the "bedrock" extra (botocore is not installed): '
+        'pip install "chunkscope[bedrock]"'
+    )
+    assert raised.value.__cause__ is None and raised.value.__context__ is None  # it stands alone
+
+
+async def test_auto_signing_without_a_key_or_botocore_ends_missing_credential_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _hide_botocore(monkeypatch)
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    adapter = BedrockAdapter("http://127.0.0.1:9", region="us-east-1")  # a key may still come from the env
+    result = await collect(adapter.stream(GenerateOptions("aws", "m", [{"role": "user", "content": "hi"}])))
+    assert result.error is not None and result.error.code == "MISSING_CREDENTIAL", result.error
+    assert "AWS_BEARER_TOKEN_BEDROCK" in result.error.message
+    assert 'pip install "chunkscope[bedrock]"' in result.error.message
 
 
 # --- against the local provider ------------------------------------------------------------

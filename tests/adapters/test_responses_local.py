@@ -64,7 +64,7 @@ async def test_every_reply_scenario_assembles_to_its_expected_reply_and_checks_c
     provider: LocalProvider, name: str
 ) -> None:
     result = await stream_scenario(provider, name)
-    expected = get_scenario(name).expected_for(PROMPT)  # type: ignore[union-attr]
+    expected = get_scenario(name).expected_for(PROMPT, "responses")  # type: ignore[union-attr]
     assert result.error is None, result.error
     assert (result.text, result.reasoning) == (expected.text, expected.reasoning)
     assert [(t.name, t.arguments) for t in result.tool_calls] == expected.tool_calls

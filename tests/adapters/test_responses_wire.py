@@ -332,7 +332,9 @@ def test_usage_mapping_takes_cache_reads_and_writes_out_of_the_input() -> None:
     usage = map_usage({**USAGE, "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 5}})
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (5, 30, 5)
     plain = map_usage({"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3})
-    assert plain.to_dict() == {"inputTokens": 12, "outputTokens": 3}
+    assert plain.to_dict() == {"inputTokens": 12, "outputTokens": 3, "cacheReadTokens": 0}  # sent: 0
+    bare = map_usage({"input_tokens": 12, "output_tokens": 3})
+    assert bare.to_dict() == {"inputTokens": 12, "outputTokens": 3}  # not sent: absent
 
 
 def test_read_whole_gives_the_usage_and_finish_of_a_non_streaming_answer() -> None:

@@ -229,3 +229,52 @@ def test_top_level_argument_errors_are_one_line_and_exit_2(argv: list[str], pref
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(prefix) and says in done.stderr
+
+
+def test_a_folder_is_read_as_a_whole_as_its_files_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/usage.md's `chunkscope usage logs/`: the recordings and session logs in a folder and its
+    subfolders, with what is not a stream left out (a README, the tap's unfinished .part, a hidden
+    checkpoint folder)."""
+    from _cli_streams import write_recording, write_session_log
+
+    folder = tmp_path / "logs"
+    (folder / "sessions" / "s1").mkdir(parents=True)
+    (folder / ".ipynb_checkpoints").mkdir()
+    files = [
+        write_recording(folder / "ok.jsonl", example()),
+        write_recording(folder / "limited.jsonl", example()[:3], cs.LlmError("slow down", "RATE_LIMIT")),
+        write_session_log(folder / "sessions" / "s1" / "session.jsonl.zstd", compress=True),
+    ]
+    (folder / "README.md").write_text("recordings of last week\n")
+    (folder / "00007-openai-m.jsonl.part").write_text('{"half": ')
+    (folder / ".ipynb_checkpoints" / "ok-checkpoint.jsonl").write_text("not a recording\n")
+    by_folder, by_files = tmp_path / "folder.csv", tmp_path / "files.csv"
+    assert main(["usage", str(folder), "-o", str(by_folder)]) == 0, capsys.readouterr().err
+    assert main(["usage", *map(str, files), "-o", str(by_files)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(by_folder), pd.read_csv(by_files))
+    assert pd.read_csv(by_folder)["attempts"].sum() == 2 + 3
+
+
+def test_a_group_whose_usage_was_missing_shows_missing_not_zero(tmp_path: Path) -> None:
+    """A stream that ended well but reported no usage: its tokens are unknown, not `in 0 out 0`."""
+    from _cli_streams import write_recording
+
+    silent = [c for c in example() if c["type"] != "usage"]
+    path = write_recording(tmp_path / "silent.jsonl", silent)
+    code, text = shown(path)
+    assert code == 0
+    row = next(line for line in text.splitlines() if line.strip().startswith("scripted"))
+    assert row.split()[5:7] == ["-", "-"], row
+    assert "usage missing, scripted script-1: 1 attempt, none with usage reported" in text
+
+
+def test_a_folder_without_streams_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("nothing recorded\n")
+    assert main(["usage", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"chunkscope usage: {tmp_path}: a folder without recordings" in err
+    assert "Traceback" not in err

@@ -96,6 +96,19 @@ def test_a_displayed_report_becomes_the_grid_in_a_kernel(report: ConformanceRepo
     assert formatters.ipython_display_formatter.lookup(report) is _display
 
 
+def test_every_fresh_shell_gets_the_grid(report: ConformanceReport) -> None:
+    """Shells come and go (a test per shell, a restarted kernel): each new one gets the printers,
+    even when it reuses the memory, and so the id(), of one that is gone."""
+    from IPython.core.formatters import DisplayFormatter
+
+    missing = 0
+    for _ in range(200):
+        formatters = DisplayFormatter()
+        assert enable_grid(types.SimpleNamespace(display_formatter=formatters)) is True
+        missing += formatters.formatters["text/html"](report) is None
+    assert missing == 0
+
+
 @pytest.mark.slow  # the whole matrix: a few seconds of real provider time
 def test_the_static_grid_escapes_what_it_shows(skeleton_report: ConformanceReport) -> None:
     from IPython.core.formatters import DisplayFormatter

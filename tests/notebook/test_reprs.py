@@ -110,6 +110,17 @@ def formatter() -> DisplayFormatter:
     return shell.display_formatter
 
 
+def test_every_fresh_shell_gets_the_reprs() -> None:
+    """A new shell that reuses the memory, and so the id(), of one that is gone still gets them."""
+    error = chained_error()
+    missing = 0
+    for _ in range(200):
+        shell = SimpleNamespace(display_formatter=DisplayFormatter())
+        assert enable(shell)
+        missing += "text/html" not in formats(shell.display_formatter, error)
+    assert missing == 0
+
+
 def formats(formatter: DisplayFormatter, obj: Any) -> dict[str, Any]:
     data, _ = formatter.format(obj)
     return data

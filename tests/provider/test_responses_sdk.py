@@ -27,13 +27,14 @@ def client_of(provider: LocalProvider) -> openai.AsyncOpenAI:
 
 
 def disjoint(usage: Any) -> dict[str, int]:
-    """The SDK's usage (input includes the cache hits) as the protocol's disjoint counts."""
+    """The SDK's usage (input includes the cache hits) as the protocol's disjoint counts (a count sent
+    as 0 stays 0)."""
     cached = usage.input_tokens_details.cached_tokens
     reasoning = usage.output_tokens_details.reasoning_tokens
-    out = {"inputTokens": usage.input_tokens - cached, "outputTokens": usage.output_tokens}
-    if cached:
+    out = {"inputTokens": usage.input_tokens - (cached or 0), "outputTokens": usage.output_tokens}
+    if cached is not None:
         out["cacheReadTokens"] = cached
-    if reasoning:
+    if reasoning is not None:
         out["reasoningTokens"] = reasoning
     return out
 
@@ -73,7 +74,7 @@ async def adapter_reply(provider: LocalProvider, model: str) -> dict[str, Any]:
 async def test_the_sdk_streams_every_reply_as_the_table_says_and_as_the_adapter_reads_it(
     provider: LocalProvider, model: str
 ) -> None:
-    expected = SCENARIOS[model].expected_for(PROMPT)
+    expected = SCENARIOS[model].expected_for(PROMPT, "responses")
     sdk = await sdk_reply(provider, model)
     ours = await adapter_reply(provider, model)
     assert (sdk["text"], sdk["reasoning"], sdk["tool_calls"]) == (
@@ -97,7 +98,7 @@ async def test_the_sdk_streams_every_reply_as_the_table_says_and_as_the_adapter_
 async def test_the_accumulating_stream_helper_rebuilds_the_final_response(
     provider: LocalProvider, model: str
 ) -> None:
-    expected = SCENARIOS[model].expected_for(PROMPT)
+    expected = SCENARIOS[model].expected_for(PROMPT, "responses")
     async with client_of(provider) as client, client.responses.stream(model=model, input=PROMPT) as stream:
         async for _ in stream:
             pass
@@ -164,7 +165,7 @@ async def test_the_tap_reads_a_responses_call_the_sdk_makes_through_it(provider:
                 pass
         (call,) = tap.calls
         assert call.wait(5) and call.wire == "responses" and call.result is not None
-    expected = SCENARIOS["reasoning-text-tools"].expected_for(PROMPT)
+    expected = SCENARIOS["reasoning-text-tools"].expected_for(PROMPT, "responses")
     assert (call.result.text, call.result.reasoning) == (expected.text, expected.reasoning)
     assert call.result.usage is not None and call.result.usage.to_dict() == expected.usage
     assert call.result.violations == []

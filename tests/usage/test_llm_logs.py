@@ -106,6 +106,79 @@ def test_read_llm_logs_gives_one_usage_row_per_response(logs_db: tuple[Path, lis
     assert set(frame["usage_source"].astype(str)) == {"reported"}
 
 
+class ToolModel(llm.Model):
+    """Replies as a provider plugin would log it: a tool call, reasoning and text, a raw JSON."""
+
+    model_id = "tool-model"
+    can_stream = True
+    supports_tools = True
+
+    def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Iterator[Any]:
+        from llm.parts import StreamEvent
+
+        if prompt.prompt == "weather?":  # a chat completion's finish, as llm's OpenAI plugin folds it
+            response.add_tool_call(llm.ToolCall(name="get_weather", arguments={"city": "Paris"}))
+            response.response_json = {"content": "", "finish_reason": "tool_calls"}
+        elif prompt.prompt == "think":  # an Anthropic message, cut at its token limit
+            yield StreamEvent(type="reasoning", chunk="Let me see.")
+            yield StreamEvent(type="text", chunk="The answer")
+            response.response_json = {"type": "message", "role": "assistant", "stop_reason": "max_tokens"}
+        elif prompt.prompt == "searched":  # a search the provider ran itself is no tool call of the client
+            yield StreamEvent(
+                type="tool_call_name", chunk="web_search", tool_call_id="s1", server_executed=True
+            )
+            yield StreamEvent(type="text", chunk="Found it.")
+        else:  # a plugin that logs no raw response: nothing says how it finished
+            yield "hello"
+
+
+def test_the_frame_holds_what_the_log_holds_and_leaves_the_rest_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm-home"))
+    path = tmp_path / "logs.db"
+    db = sqlite_utils.Database(path)
+    llm_migrations.migrate(db)
+    model = ToolModel()
+    tool = llm.Tool.function(lambda city: "sunny", name="get_weather")
+    ids = {}
+    for prompt in ("weather?", "think", "searched", "plain"):
+        response = model.prompt(prompt, tools=[tool])
+        response.text()
+        response.log_to_db(db)
+        ids[prompt] = response.id
+    with sqlite3.connect(path) as legacy:  # llm before 0.36: the response text, the tool_calls table
+        legacy.execute(
+            "insert into responses (id, model, response, reasoning, datetime_utc, duration_ms) "
+            "values ('old-1', 'gpt-4o-mini', '', null, '2024-05-01T10:00:00', 900)"
+        )
+        legacy.execute(
+            "insert into tool_calls (response_id, name, arguments, tool_call_id) "
+            "values ('old-1', 'get_weather', '{}', 'call-1')"
+        )
+    legacy.close()
+    db.close()
+    rows = cs.read_llm_logs(path).set_index("call_id")
+
+    def shown(call_id: str) -> tuple[object, ...]:
+        row = rows.loc[call_id]
+        finish = None if pd.isna(row["finish"]) else row["finish"]
+        blocks = (row["text_blocks"], row["reasoning_blocks"], row["tool_call_blocks"])
+        return finish, *blocks, row["usage_source"]
+
+    assert shown(ids["weather?"]) == ("tool-calls", 0, 0, 1, "missing")
+    assert shown(ids["think"]) == ("max-tokens", 1, 1, 0, "missing")
+    assert shown(ids["searched"]) == (None, 1, 0, 0, "missing")
+    assert shown(ids["plain"]) == (None, 1, 0, 0, "missing")  # no finish logged: <NA>, not "stop"
+    assert shown("old-1") == (None, 0, 0, 1, "missing")
+    with sqlite3.connect(path) as broken:  # a turn whose messages are gone: its blocks are unknown
+        broken.execute("delete from messages where hash = (select tip_message_hash from turns where id = ?)",
+                       (ids["plain"],))
+    broken.close()
+    again = cs.read_llm_logs(path).set_index("call_id").loc[ids["plain"]]
+    assert again[["text_blocks", "reasoning_blocks", "tool_call_blocks"]].isna().all()
+
+
 def test_a_legacy_responses_row_is_read_too(logs_db: tuple[Path, list[Any]]) -> None:
     path, _ = logs_db
     with sqlite3.connect(path) as db:  # the table llm's own migrations created for older versions

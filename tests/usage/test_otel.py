@@ -154,6 +154,34 @@ async def test_protocol_violations_become_span_events_at_the_offending_chunk(ote
     assert events[0].attributes["chunkscope.violation.position"] == 0  # type: ignore[index]
 
 
+async def test_a_stream_that_broke_an_error_rule_is_an_error_span_named_by_its_first_rule(
+    otel: Telemetry,
+) -> None:
+    """Phoenix and every backend list error spans by status: a stream that broke the protocol is
+    one, its first error-severity rule the description; its violations stay events. A warning alone
+    (no usage) leaves the span healthy, and so does its replay from the frame."""
+    broken = [{"type": "text-delta", "index": 0, "text": "orphan"}, *text_chunks(usage=USAGE)]
+    log = UsageLog()
+    result = await collect(broken, log=otel.sink(), provider="p", model="m")
+    log.record(result, provider="p", model="m")
+    first = next(v for v in result.violations if v.severity == "error")
+    warned = await collect(text_chunks(usage=None), log=otel.sink(), provider="p", model="w")
+    log.record(warned, provider="p", model="w")
+    assert warned.violations and all(v.severity == "warning" for v in warned.violations)
+    live = {s.name: s for s in otel.spans()}
+    assert live["chat m"].status.status_code is StatusCode.ERROR
+    assert live["chat m"].status.description == first.rule
+    assert error_attributes.ERROR_TYPE not in (live["chat m"].attributes or {})  # no LlmError code: none
+    events = [e for e in live["chat m"].events if e.name == "chunkscope.violation"]
+    assert len(events) == len(result.violations)
+    assert live["chat w"].status.status_code is StatusCode.UNSET
+    otel.exporter.clear()
+    to_otel(log.to_frame(), otel.tracer_provider)
+    replayed = {s.name: s for s in otel.spans()}
+    assert replayed["chat m"].status.status_code is StatusCode.ERROR
+    assert replayed["chat w"].status.status_code is StatusCode.UNSET
+
+
 async def test_an_error_is_error_type_the_llm_error_code_and_an_error_status(otel: Telemetry) -> None:
     adapter = ScriptedAdapter(text_chunks()[:2], error=LlmError("slow down", "RATE_LIMIT", status=429))
     options = GenerateOptions("scripted", "m", [{"role": "user", "content": "hi"}])
@@ -230,6 +258,42 @@ async def test_the_agent_loop_nests_attempts_under_step_spans_under_an_invoke_ag
     assert [(c.attributes or {})[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] for c in chats] == [10, 20]
     # the steps' own tools ran inside step 1's span, and the run spans them all
     assert run.start_time <= steps[0].start_time and steps[1].end_time <= run.end_time  # type: ignore[operator]
+
+
+def failing_add() -> Any:
+    def add(a: int, b: int) -> int:  # the name the model calls
+        """Add two numbers (and fail)."""
+        raise ArithmeticError("no adding today")
+
+    return add
+
+
+@pytest.mark.parametrize(("tool", "failure"), [(add, None), (failing_add(), "ArithmeticError")])
+async def test_each_tool_run_is_an_execute_tool_span_under_its_step(
+    otel: Telemetry, tool: Any, failure: str | None
+) -> None:
+    """The GenAI conventions' ``execute_tool`` span: the tool's name and call id, under the step
+    whose answer asked for it, within its time; a tool that failed is an error span naming the
+    failure's kind (never its text)."""
+    loop = cs.AgentLoop(TwoSteps(), [tool], log=otel.sink())
+    result = await loop.run("1+2?", model="m").finish()
+    assert len(result.steps) == 2
+    spans = otel.spans()
+    (step1,) = [s for s in spans if s.name == "step 1"]
+    (run_tool,) = [s for s in spans if s.name.startswith("execute_tool")]
+    attributes = dict(run_tool.attributes or {})
+    assert run_tool.name == "execute_tool add" and attributes[gen_ai.GEN_AI_OPERATION_NAME] == "execute_tool"
+    assert attributes[gen_ai.GEN_AI_TOOL_NAME] == "add" and attributes[gen_ai.GEN_AI_TOOL_CALL_ID] == "c1"
+    assert attributes[gen_ai.GEN_AI_TOOL_TYPE] == "function"
+    assert step1.context is not None and run_tool.parent is not None
+    assert run_tool.parent.span_id == step1.context.span_id
+    assert step1.start_time <= run_tool.start_time <= run_tool.end_time <= step1.end_time  # type: ignore[operator]
+    if failure is None:
+        assert run_tool.status.status_code is StatusCode.UNSET
+    else:
+        assert run_tool.status.status_code is StatusCode.ERROR
+        assert attributes[error_attributes.ERROR_TYPE] == failure
+        assert "no adding today" not in str(attributes) and run_tool.status.description == failure
 
 
 async def test_a_usage_log_still_works_in_the_agent_loop_and_replays_with_the_same_nesting(

@@ -103,6 +103,35 @@ def test_a_bad_price_file_names_itself(tmp_path: Path) -> None:
         PriceTable.load(broken)
     with pytest.raises(ValueError, match="must be a finite number"):
         Price("p", "m", cache_miss_input=-1.0, cache_hit_input=0.0, output=0.0)
+    negative = tmp_path / "negative.toml"  # a well-formed file with one bad price: which file, which price
+    rows = ['provider = "p"', 'model = "m"', "cache_miss_input = -1.0", "cache_hit_input = 0.1", "output = 2"]
+    negative.write_text("[[prices]]\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"negative\.toml: price cache_miss_input of p/m must be a finite"):
+        PriceTable.load(negative)
+
+
+def test_the_unpriced_model_warning_points_at_the_callers_line() -> None:
+    """Wherever the package found the missing price (recording, costing a frame, a summary), the
+    warning names the user's line, as ``warnings`` shows it, not chunkscope's own."""
+    usage = StreamResult(usage=TokenUsage(input_tokens=1, output_tokens=1), finish=FinishReason(kind="stop"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnpricedModelWarning)
+        log = UsageLog(prices=PriceTable([]))
+        log.record(usage, provider="p", model="m")
+        lines = [_line() - 1]
+        frame = log.to_frame()
+        PriceTable([]).add_costs(frame)
+        lines.append(_line() - 1)
+        summary(frame, prices=PriceTable([]))
+        lines.append(_line() - 1)
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line) for line in lines]
+
+
+def _line() -> int:
+    """The caller's line number."""
+    import sys
+
+    return sys._getframe(1).f_lineno
 
 
 def test_the_deepseek_example_is_dated_sourced_and_prices_a_cache_hit_call() -> None:

@@ -16,6 +16,7 @@ from usage_helpers import text_chunks
 from chunkscope.adapters import GenerateOptions, RecordingAdapter, ScriptedAdapter
 from chunkscope.protocol import FinishReason, LlmError, StreamResult, Timings, TokenUsage, collect
 from chunkscope.usage import COLUMNS, Price, PriceTable, UsageLog, read_parquet, read_recordings, to_parquet
+from chunkscope.usage import summary as cs_summary
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DAY1 = 1_780_000_000.0  # 2026-05-28 UTC
@@ -170,3 +171,45 @@ def test_the_documented_duckdb_query_runs_on_a_logs_dataset(tmp_path: Path) -> N
     assert sum(r[2] for r in rows) == len(frame)
     assert [str(r[0]) for r in rows] == ["2026-05-28", "2026-05-29"]
     assert sum(r[4] or 0 for r in rows) == pytest.approx(float(frame["cost"].sum()))
+
+
+def decimal_log(**kwargs: object) -> UsageLog:
+    """Priced in exact Decimals: rows of model m on two days (one cost needs 7 places, one 9
+    digits before them), and an unpriced model x."""
+    from decimal import Decimal
+
+    rates = {"cache_miss_input": Decimal("1.1"), "cache_hit_input": Decimal("0.1"), "output": Decimal("2.2")}
+    prices = PriceTable([Price("p", "m", **rates)], cost_type=Decimal)
+    log = UsageLog(prices=prices, **kwargs)  # type: ignore[arg-type]
+    for model, tokens, day in (("m", 1000, DAY1), ("m", 123_456_789, DAY2), ("x", 50, DAY2)):
+        log.record(
+            StreamResult(
+                usage=TokenUsage(input_tokens=tokens, output_tokens=7),
+                finish=FinishReason(kind="stop"),
+                timings=Timings(total_s=1.0, started_at=day),
+            ),
+            provider="p",
+            model=model,
+        )
+    return log
+
+
+@pytest.mark.filterwarnings("ignore::chunkscope.usage.UnpricedModelWarning")
+def test_decimal_costs_come_back_from_parquet_as_decimals_and_sum_exactly(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    frame = decimal_log().to_frame()
+    exact = [Decimal("0.0011154"), Decimal("135.8024833"), None]
+    assert [None if pd.isna(c) else c for c in frame["cost"]] == exact
+    dataset = tmp_path / "usage"  # written by a log's own sink, a file per row (two days)
+    with_sink = decimal_log(path=str(dataset), flush_rows=1)
+    with_sink.close()
+    for back in (read_parquet(to_parquet(frame, tmp_path / "one.parquet")), read_parquet(dataset)):
+        costs = [None if pd.isna(c) else c for c in back["cost"]]
+        assert costs == exact and all(type(c) is Decimal for c in costs if c is not None)
+        total = cs_summary(back, by=[])["cost"].iloc[0]
+        assert type(total) is Decimal and total == Decimal("135.8035987")
+        by_model = cs_summary(back, by=["model"])["cost"]
+        assert by_model["m"] == Decimal("135.8035987") and pd.isna(by_model["x"])  # unpriced: <NA>, not 0
+    sql = f"SELECT sum(cost) FROM read_parquet('{dataset}/**/*.parquet', hive_partitioning = true)"
+    assert duckdb.sql(sql).fetchall() == [(Decimal("135.8035987"),)]

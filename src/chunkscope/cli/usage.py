@@ -1,5 +1,9 @@
 """``chunkscope usage FILES...``: the usage summary of recorded streams, as a table or a file.
 
+A folder given as a FILE is read as a whole: every file in it and its subfolders whose
+name ends as a recording, a session log or an llm database does (``FOLDER_SUFFIXES``;
+the kind is still told by the content), hidden folders and files left out, in name order.
+
 Each file is read by ``cli._inputs`` (bounded, refused with one sentence when it
 cannot be read) and must carry a provider and a model: a recording (its header
 names them) or a DeepSeek Harness session log (``.jsonl`` or ``.jsonl.zstd``;
@@ -48,6 +52,36 @@ _USABLE_KINDS = ("recording", "dsh")
 """File kinds that name their provider and model (a chunk log names neither)."""
 
 _OUTPUT_SUFFIXES = (".csv", ".parquet")
+
+FOLDER_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst", ".db", ".sqlite", ".sqlite3")
+"""The file names read in a folder: recordings and session logs (``.jsonl``, zstd-compressed
+ones) and llm databases (``logs.db``). Others (a README, the tap's unfinished ``.part``) are
+not streams."""
+
+
+def expand_folders(paths: list[str]) -> tuple[list[str], list[str]]:
+    """``paths`` with each folder replaced by the files it holds (``FOLDER_SUFFIXES``, sorted,
+    recursively, hidden ones left out), and one problem per folder that holds none."""
+    files: list[str] = []
+    problems: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            files.append(path)
+            continue
+        found = []
+        for root, folders, names in os.walk(path):
+            folders[:] = [f for f in folders if not f.startswith(".")]  # .ipynb_checkpoints, .git
+            found += [
+                os.path.join(root, name)
+                for name in names
+                if not name.startswith(".") and name.lower().endswith(FOLDER_SUFFIXES)
+            ]
+        found.sort()
+        if not found:
+            kinds = ", ".join(f"*{suffix}" for suffix in FOLDER_SUFFIXES)
+            problems.append(f"{path}: a folder without recordings, session logs or llm logs ({kinds})")
+        files.extend(found)
+    return files, problems
 
 
 def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
@@ -294,13 +328,33 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
     out = _empty_table([name or "group" for name in table.index.names], _currency(frame), len(frame))
     codes = [c for c in table.columns if c.startswith("errors_")]
     notes: list[Text] = []
-    for index, row in table.iterrows():
+    for (index, row), reported in zip(table.iterrows(), _reported(table, frame), strict=True):
         group = _group_names(index)
-        out.add_row(*group, *(_figure(name, row[name]) for name, _ in _TABLE_COLUMNS))
+        # A group none of whose attempts reported usage has unknown tokens, not 0 of them.
+        figures = [
+            "-" if name in _TOKEN_FIGURES and not reported else _figure(name, row[name])
+            for name, _ in _TABLE_COLUMNS
+        ]
+        out.add_row(*group, *figures)
+        if not reported:
+            attempts = plural(int(row["attempts"]), "attempt")
+            notes.append(Text(f"usage missing, {' '.join(group)}: {attempts}, none with usage reported"))
         errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
         if errors:
             notes.append(Text(f"errors by code, {' '.join(group)}: {', '.join(errors)}"))
     return Group(out, *notes)
+
+
+_TOKEN_FIGURES = frozenset({"input_tokens", "output_tokens"})
+
+
+def _reported(table: pd.DataFrame, frame: pd.DataFrame) -> list[bool]:
+    """For each summary row, whether any attempt of its group reported usage."""
+    keys = [name for name in table.index.names if name is not None]
+    if not keys:  # one row for the whole frame
+        return [bool(frame["input_tokens"].notna().any())] * len(table)
+    counts = frame.groupby(keys, observed=True, dropna=False)["input_tokens"].count()
+    return [bool(n) for n in counts.reindex(table.index).fillna(0)]
 
 
 def _group_names(index: Any) -> list[str]:
@@ -367,9 +421,10 @@ def run_usage(
         _check_output(out)
     except CommandLineError as exc:
         return report("usage", printable(str(exc)))
-    frame, problems = build_frame(paths)
-    if problems:
-        return _refuse(problems, len(paths))
+    files, empty = expand_folders(paths)
+    frame, problems = build_frame(files)
+    if empty or problems:
+        return _refuse(empty + problems, len(files) + len(empty))
     frame = _priced(frame, table_of_prices)
     from chunkscope import summary
 
@@ -397,7 +452,8 @@ def add_usage_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "files",
         nargs="+",
         metavar="FILE",
-        help="a recording (chunkscope record, RecordingAdapter) or a session log (.jsonl / .jsonl.zstd)",
+        help="a recording (chunkscope record, RecordingAdapter, the tap), a session log (.jsonl / "
+        ".jsonl.zstd), an llm logs.db, or a folder of them (read as a whole)",
     )
     parser.add_argument(
         "--by",

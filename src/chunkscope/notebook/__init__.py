@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from chunkscope._extras import needs_extra
+
 from ._reprs import (
     ViolationList,
     enable,
@@ -61,7 +63,8 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        with needs_extra(f"chunkscope.notebook.{name}"):
+            value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'chunkscope.notebook' has no attribute {name!r}")

@@ -18,6 +18,7 @@ from typing import Any
 from chunkscope.protocol import StreamResult, Violation
 from chunkscope.protocol._errors import ERROR_CODES, LlmError
 
+from ._shells import first_registration
 from .timeline._state import cause_lines, error_state, state_from_result
 from .timeline._static_html import error_parts, format_ms, render_fragment, timeline_css
 from .timeline._view import ErrorInfo, error_info
@@ -134,9 +135,6 @@ def _is_violation_list(obj: Any) -> bool:
     return bool(obj) and type(obj[0]) is Violation and all(isinstance(v, Violation) for v in obj)
 
 
-_ENABLED: set[int] = set()
-
-
 def enable(ip: Any = None) -> bool:
     """Register the reprs with IPython's formatters; False when not under IPython.
 
@@ -150,7 +148,7 @@ def enable(ip: Any = None) -> bool:
         ip = get_ipython()  # type: ignore[no-untyped-call,unused-ignore]  # typed in IPython 9
     if ip is None:
         return False
-    if id(ip) in _ENABLED:
+    if not first_registration(ip, "reprs"):
         return True
     formatters = ip.display_formatter.formatters
     html = formatters["text/html"]
@@ -186,7 +184,6 @@ def enable(ip: Any = None) -> bool:
         hooks.for_type_by_name(module, "Tap", _display_tap)
     for module in ("chunkscope", "chunkscope.tap._replay"):  # recorded calls in the same table
         hooks.for_type_by_name(module, "TapReplay", _display_tap)
-    _ENABLED.add(id(ip))
     return True
 
 

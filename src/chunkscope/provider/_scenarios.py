@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, overload
 
-from .._wires import WIRE_FACTS
+from .._wires import WIRE_FACTS, WireFacts
 
 __all__ = [
     "DIALECTS",
@@ -187,7 +187,7 @@ class Expected:
     finish: str | None
 
 
-def _expected(script: Script, reasoning_tokens: bool = True) -> Expected:
+def _expected(script: Script, facts: WireFacts | None = None) -> Expected:
     built = _ExpectedBuilder()
     for step in _before_stall(script.steps):
         if isinstance(step, (Reasoning, Text)):
@@ -196,7 +196,7 @@ def _expected(script: Script, reasoning_tokens: bool = True) -> Expected:
             built.tool(step)
         elif isinstance(step, Finish):
             built.finish = _expected_finish(step.reason, built.has_content)
-            built.usage = _token_usage(script.usage, reasoning_tokens)
+            built.usage = _token_usage(script.usage, facts)
             break
         else:
             break  # a fault: the adapter raises, no finish
@@ -264,12 +264,15 @@ class _ExpectedBuilder:
         )
 
 
-def _token_usage(usage: WireUsage, reasoning_tokens: bool = True) -> dict[str, int]:
+def _token_usage(usage: WireUsage, facts: WireFacts | None = None) -> dict[str, int]:
+    """The usage an adapter of the wire ``facts`` reads (None: as most wires report it)."""
+    reasoning_tokens = facts.reasoning_tokens if facts is not None else True
+    zero_details = facts.zero_details if facts is not None else False
     result = {"inputTokens": usage.prompt - (usage.cached or 0), "outputTokens": usage.completion}
-    if usage.cached is not None:
-        result["cacheReadTokens"] = usage.cached
-    if usage.reasoning is not None and reasoning_tokens:
-        result["reasoningTokens"] = usage.reasoning
+    if usage.cached is not None or zero_details:
+        result["cacheReadTokens"] = usage.cached or 0
+    if reasoning_tokens and (usage.reasoning is not None or zero_details):
+        result["reasoningTokens"] = usage.reasoning or 0
     return result
 
 
@@ -351,12 +354,12 @@ class Scenario:
         """What a correct adapter assembles when the last user message is ``prompt``.
 
         ``wire``: on a wire whose usage has no reasoning count (``WireFacts.reasoning_tokens``
-        false: Bedrock) the expected usage has none either; None: as most wires report it.
+        false: Bedrock) the expected usage has none either; on one that sends its zero counts
+        (``WireFacts.zero_details``: Responses) it has them as 0; None: as most wires report it.
         """
         if self.http_fault is not None:
             return Expected(text="", reasoning="", tool_calls=[], block_types=[], usage=None, finish=None)
-        reasoning_tokens = WIRE_FACTS[wire].reasoning_tokens if wire is not None else True
-        return _expected(self.script(prompt), reasoning_tokens)
+        return _expected(self.script(prompt), WIRE_FACTS[wire] if wire is not None else None)
 
     @property
     def expected(self) -> Expected:

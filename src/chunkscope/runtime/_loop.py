@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 import uuid
@@ -306,6 +307,12 @@ class AgentRunObserver(Protocol):
     with them); a plain ``UsageLog`` has none. Attempts recorded in between
     carry the tags ``agent_run`` (= ``run_id``) and ``step``. The runtime
     never imports the sink's layer: this protocol is all the two share.
+
+    An observer may also have ``agent_tool_ran(run_id, step, *, name, call_id,
+    duration_s, error_type)``, called as each tool run ends (``error_type`` the
+    failure's kind, such as ``TimeoutError``, or None): the sink's
+    ``execute_tool`` span under the step. Optional, so an observer written
+    before it still matches this protocol.
     """
 
     def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None: ...
@@ -476,7 +483,9 @@ class AgentLoop:
                     outcome = "done"
                     break
                 messages.append(result.message())
-                async for tool_event in self._tools(calls, step, signal, now, record, fatal):
+                ran = getattr(observer, "agent_tool_ran", None)
+                report = functools.partial(ran, run_id, step) if callable(ran) else None
+                async for tool_event in self._tools(calls, step, signal, now, record, fatal, report):
                     yield tool_event
                 yield self._step_end(observer, run_id, now(), step, result, attempts)
                 if fatal:
@@ -597,12 +606,13 @@ class AgentLoop:
         now: _Clock,
         record: StepRecord,
         fatal: list[BaseException],
+        report: Callable[..., None] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         outcomes: dict[int, ToolOutcome] = {}
         pending: dict[asyncio.Future[ToolOutcome], int] = {}
         for i, call in enumerate(calls):
             yield ToolCallEvent(now(), step, call)
-            pending[asyncio.ensure_future(self._call_tool(call, now, fatal))] = i
+            pending[asyncio.ensure_future(self._call_tool(call, now, fatal, report))] = i
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         try:
             while pending:
@@ -619,8 +629,15 @@ class AgentLoop:
             _cancel_all([*pending, aborted])
         record.tools.extend(outcomes[i] for i in sorted(outcomes))
 
-    async def _call_tool(self, call: ToolCallBlock, now: _Clock, fatal: list[BaseException]) -> ToolOutcome:
+    async def _call_tool(
+        self,
+        call: ToolCallBlock,
+        now: _Clock,
+        fatal: list[BaseException],
+        report: Callable[..., None] | None = None,
+    ) -> ToolOutcome:
         start = now()
+        failure: str | None = None  # the failure's kind, for an observer (never its text)
         try:
             target, limit = self._tool_and_limit(call.name)
             scope = asyncio.timeout(limit)
@@ -628,20 +645,26 @@ class AgentLoop:
                 value = await target.invoke(call.arguments)
             content, is_error = _render(value), False
         except ToolArgumentsError as exc:
-            content, is_error = f"error: {exc}", True
+            content, is_error, failure = f"error: {exc}", True, type(exc).__name__
         except Exception as exc:  # the tool's own failure goes back to the model, not up the stack
             content, is_error = _failure_text(exc, scope, limit), True
+            failure = "TimeoutError" if scope.expired() else type(exc).__name__
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the run cancels its tools (an abort, a cancelled run): not the tool's failure
             content, is_error = f"error: the tool raised CancelledError: {exc}".rstrip(": "), True
+            failure = "CancelledError"
         except (KeyboardInterrupt, SystemExit) as exc:
             # Escaping a task, these would tear through the event loop with no result: the run
             # ends (outcome "aborted", a LoopEnd) and the exception is raised again after it.
             fatal.append(exc)
-            content, is_error = f"error: the tool raised {type(exc).__name__}", True
-        return ToolOutcome(call, _capped(content), is_error, now() - start)
+            failure = type(exc).__name__
+            content, is_error = f"error: the tool raised {failure}", True
+        outcome = ToolOutcome(call, _capped(content), is_error, now() - start)
+        if report is not None:
+            report(name=call.name, call_id=call.id, duration_s=outcome.duration_s, error_type=failure)
+        return outcome
 
     def _tool_and_limit(self, name: str) -> tuple[Tool, float | None]:
         """The tool the model named and its limit (its own, else the loop's), or ``ToolArgumentsError``."""

@@ -11,6 +11,14 @@ provider's JSON ``token_details``. ``LlmLogResponse.counts()`` turns them into
 chunkscope's disjoint counts (cache reads taken out of an inclusive input), and
 the usage layer (``cs.read_llm_logs``) makes the frame. Uses only the standard
 library (``sqlite3``).
+
+What the response held is read from where llm keeps it, never assumed: a turn's
+own messages (from its ``tip_message_hash`` back to its ``parent_message_hash``)
+and their ``parts`` (``text``, ``reasoning``, ``tool_call``; a call the provider
+ran on its own servers is no tool call for the client); for a legacy row, its
+``response`` text, its ``reasoning`` and its rows in ``tool_calls``. The
+plugin's ``response_json`` is kept for the usage layer, which reads the finish
+from it with the wires' own readers; llm logs no finish of its own.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 
 from ._errors import UnreadableSourceError
 
-__all__ = ["SQLITE_MAGIC", "LlmLogResponse", "is_sqlite", "read_llm_responses"]
+__all__ = ["SQLITE_MAGIC", "Blocks", "LlmLogResponse", "is_sqlite", "read_llm_responses"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
@@ -35,6 +43,20 @@ _MAX_COUNT = 2**63  # a count at or above it is out of range: the usage layer ma
 def is_sqlite(first_bytes: bytes) -> bool:
     """True when the file's first bytes are SQLite's header string."""
     return first_bytes[:16] == SQLITE_MAGIC
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """How many blocks of each kind a logged response held."""
+
+    text: int = 0
+    reasoning: int = 0
+    tool_calls: int = 0
+
+    def __add__(self, other: Blocks) -> Blocks:
+        return Blocks(
+            self.text + other.text, self.reasoning + other.reasoning, self.tool_calls + other.tool_calls
+        )
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,8 @@ class LlmLogResponse:
     input_tokens: Any  # as stored: an int, or NULL, or whatever else SQLite's loose typing let in
     output_tokens: Any
     token_details: dict[str, Any] | None
+    blocks: Blocks | None = None  # what the response held, by kind; None when the log does not say
+    response_json: dict[str, Any] | None = None  # the plugin's raw response, as logged
 
     def counts(self) -> dict[str, int] | None:
         """Disjoint counts for a ``TokenUsage``; None when llm logged no counts.
@@ -129,18 +153,85 @@ def _read(connection: sqlite3.Connection, name: str) -> list[LlmLogResponse]:
     for table, conversation in (("turns", "thread_id"), ("responses", "conversation_id")):
         if table not in tables:
             continue
-        columns = {row[1] for row in connection.execute(f"pragma table_info({table})")}
+        columns = _columns(connection, table)
         wanted = ["id", conversation, "model", "resolved_model", "datetime_utc", "duration_ms"]
-        wanted += ["input_tokens", "output_tokens", "token_details"]
+        wanted += ["input_tokens", "output_tokens", "token_details", "response_json"]
+        if table == "turns":
+            wanted += ["tip_message_hash", "parent_message_hash"]
+            blocks_of = _turn_blocks(connection, tables)
+        else:
+            wanted += ["response", "reasoning"]
+            blocks_of = _legacy_blocks(connection, tables, has_reasoning="reasoning" in columns)
         select = ", ".join(column if column in columns else "null" for column in wanted)
         for row in connection.execute(f"select {select} from {table}"):
-            response = _response(row)
+            response = _response(row[:10], blocks_of(row[0], *row[10:]))
             found.setdefault(response.id, response)  # a turn wins over its legacy copy
     return sorted(found.values(), key=lambda r: (r.started_at is None, r.started_at or 0.0, r.id))
 
 
-def _response(row: tuple[Any, ...]) -> LlmLogResponse:
-    rid, conversation, model, resolved, when, duration_ms, inp, out, details = row
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in connection.execute(f"pragma table_info({table})")}
+
+
+def _turn_blocks(connection: sqlite3.Connection, tables: set[str]) -> Any:
+    """``(id, tip, parent) -> Blocks | None``: the parts of a turn's own assistant messages."""
+    if not {"messages", "parts"} <= tables:
+        return lambda rid, tip, parent: None
+    messages: dict[str, tuple[str | None, str | None]] = {
+        str(h): (None if p is None else str(p), r)
+        for h, p, r in connection.execute("select hash, parent_hash, role from messages")
+    }
+    counts: dict[str, Blocks] = {}
+    for message, kind, payload in connection.execute("select message_hash, type, payload from parts"):
+        if kind == "text":
+            part = Blocks(text=1)
+        elif kind == "reasoning":
+            part = Blocks(reasoning=1)
+        elif kind == "tool_call" and not _server_executed(payload):
+            part = Blocks(tool_calls=1)
+        else:
+            continue
+        counts[str(message)] = counts.get(str(message), Blocks()) + part
+
+    def blocks(rid: Any, tip: Any, parent: Any) -> Blocks | None:
+        total, current, seen = Blocks(), tip, set()
+        while current is not None and current != parent:
+            if current not in messages or current in seen:
+                return None  # a chain llm did not write whole: the log does not say
+            seen.add(current)
+            up, role = messages[current]
+            if role == "assistant":
+                total += counts.get(current, Blocks())
+            current = up
+        return total
+
+    return blocks
+
+
+def _legacy_blocks(connection: sqlite3.Connection, tables: set[str], *, has_reasoning: bool) -> Any:
+    """``(id, response, reasoning) -> Blocks | None`` of a legacy ``responses`` row."""
+    calls: dict[str, int] = {}
+    if "tool_calls" in tables and "response_id" in _columns(connection, "tool_calls"):
+        for rid, n in connection.execute("select response_id, count(*) from tool_calls group by response_id"):
+            calls[str(rid)] = n
+
+    def blocks(rid: Any, text: Any, reasoning: Any) -> Blocks | None:
+        if not isinstance(text, str):
+            return None
+        thought = 1 if has_reasoning and isinstance(reasoning, str) and reasoning else 0
+        return Blocks(text=1 if text else 0, reasoning=thought, tool_calls=calls.get(str(rid), 0))
+
+    return blocks
+
+
+def _server_executed(payload: Any) -> bool:
+    """Whether a ``tool_call`` part is one the provider ran itself (llm's ``server_executed``)."""
+    details = _details(payload)
+    return bool(details and details.get("server_executed") is True)
+
+
+def _response(row: tuple[Any, ...], blocks: Blocks | None) -> LlmLogResponse:
+    rid, conversation, model, resolved, when, duration_ms, inp, out, details, raw = row
     return LlmLogResponse(
         id=str(rid),
         conversation_id=None if conversation is None else str(conversation),
@@ -151,6 +242,8 @@ def _response(row: tuple[Any, ...]) -> LlmLogResponse:
         input_tokens=inp,
         output_tokens=out,
         token_details=_details(details),
+        blocks=blocks,
+        response_json=_details(raw),
     )
 
 

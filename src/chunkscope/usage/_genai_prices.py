@@ -68,7 +68,7 @@ class GenaiPrices:
         self.version: str = genai_prices.__version__
         self._snapshot = data_snapshot.get_snapshot()
         self._models: dict[tuple[str, str], _Model | None] = {}
-        self._periods: dict[tuple[int, int], GenaiPrice] = {}
+        self._periods: dict[tuple[str, str, int], GenaiPrice] = {}
 
     def __repr__(self) -> str:
         return f"GenaiPrices({self.version})"
@@ -115,7 +115,7 @@ class GenaiPrices:
         distinct, first, inverse = np.unique(bucket, return_index=True, return_inverse=True)
         prices = []
         for b, row in zip(distinct.tolist(), first.tolist(), strict=True):
-            key = (id(found.info), b)
+            key = (found.provider_id, found.info.id, b)  # names, not id(): ids of dead objects recur
             cached = self._periods.get(key)
             if cached is None:
                 moment = datetime.fromtimestamp(float(at[row]), UTC)

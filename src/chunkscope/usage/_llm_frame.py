@@ -9,6 +9,14 @@ and duration llm logged, and its token counts made disjoint
 (``LlmLogResponse.counts``). A count out of range (negative, 2**63 and above,
 not a number) makes the row's ``usage_source`` ``invalid``, as for any usage
 report.
+
+Only what the log holds is shown: the blocks of each kind the response held
+(``LlmLogResponse.blocks``), and the finish its plugin's ``response_json``
+names, read by the wire reader whose shape it has (``adapters.wires``: chat
+completions, also as llm's streamed ``finish_reason``, Anthropic, Responses,
+Gemini, Bedrock). llm logs no finish itself: without one in the JSON the
+finish is ``<NA>``; llm logs only responses that completed, so a row without
+counts is ``missing``, not ``lost``.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from chunkscope.adapters.wires import WIRES
 from chunkscope.protocol import FinishReason, StreamResult, Timings, TokenUsage
 from chunkscope.sources.llm_logs import LlmLogResponse, read_llm_responses
 
@@ -44,9 +53,40 @@ def record_llm_logs(log: UsageLog, responses: list[LlmLogResponse]) -> UsageLog:
         counts = response.counts()
         result = StreamResult(
             usage=None if counts is None else TokenUsage(**counts),
-            finish=FinishReason(kind="stop"),
+            finish=logged_finish(response.response_json),
             timings=Timings(started_at=response.started_at, total_s=response.duration_s),
         )
         tags = {"conversation": response.conversation_id} if response.conversation_id else None
-        log.record(result, provider=LLM_PROVIDER, model=response.model, tags=tags, call_id=response.id)
+        held = response.blocks
+        blocks: dict[str, int | None] = (
+            {"text": held.text, "reasoning": held.reasoning, "tool-call": held.tool_calls}
+            if held is not None
+            else dict.fromkeys(("text", "reasoning", "tool-call"))
+        )
+        log._record(  # the row builder's entry for logs that keep no chunks
+            result,
+            provider=LLM_PROVIDER,
+            model=response.model,
+            tags=tags,
+            call_id=response.id,
+            completed=True,
+            blocks=blocks,
+        )
     return log
+
+
+def logged_finish(body: dict[str, Any] | None) -> FinishReason | None:
+    """The finish a plugin's ``response_json`` names, read as its wire's reader reads it; else None."""
+    if body is None:
+        return None
+    reason = body.get("finish_reason")
+    if isinstance(reason, str):  # llm's own fold of a streamed chat completion puts it on top
+        body = {"choices": [{"finish_reason": reason}]}
+    for wire in WIRES.values():
+        try:
+            _, finish = wire.read_whole(body)
+        except (TypeError, ValueError, KeyError, AttributeError):  # another wire's shape
+            continue
+        if finish is not None:
+            return finish
+    return None

@@ -157,14 +157,38 @@ class UsageLog:
         ``call_id`` groups the attempts of one call (retries share it);
         ``final`` is False for an attempt that was retried.
         """
+        return self._record(
+            result, provider=provider, model=model, tags=tags, call_id=call_id, attempt=attempt, final=final
+        )
+
+    def _record(
+        self,
+        result: StreamResult,
+        *,
+        provider: str,
+        model: str,
+        tags: Mapping[str, str] | None = None,
+        call_id: str | None = None,
+        attempt: int = 1,
+        final: bool = True,
+        completed: bool = False,
+        blocks: Mapping[str, int | None] | None = None,
+    ) -> str:
+        """``record`` for an attempt read from a log that keeps no chunks (the ``llm`` tool's).
+
+        ``completed``: the log holds only attempts that completed, so usage it lacks is
+        ``missing``, not ``lost``, though it names no finish. ``blocks``: the count of each
+        kind (``text``, ``reasoning``, ``tool-call``) the log holds, None for a kind it does
+        not say (``<NA>``); without it, the blocks of ``result``.
+        """
         call_id = _call_id_of(call_id)
         if type(attempt) is not int or not 1 <= attempt <= MAX_COUNT:
             attempt = _attempt_number(attempt)  # raises, naming it
         finish = result.finish.kind if result.finish is not None else None
         error_code = result.error_code
         phase = _phase(result, finish)
-        usage, counts, source = _usage_counts(result, finish)
-        blocks = _block_counts(result)
+        usage, counts, source = _usage_counts(result, finish, completed)
+        block_counts = _block_counts(result) if blocks is None else _given_blocks(blocks)
         errors = sum(1 for v in result.violations if v.severity == "error")
         timings = result.timings
         started, ttfc, duration = _timing_values(timings)
@@ -198,7 +222,7 @@ class UsageLog:
                 self._error.codes.append(self._error.code(error_code))
                 self._phase.codes.append(self._phase.code(phase))
                 self._source.codes.append(self._source.code(source))
-                for kind, count in blocks.items():
+                for kind, count in block_counts.items():
                     self._blocks[kind].append(count)
                 self._chunks.append(len(result.chunks))
                 self._violations.append(errors)
@@ -443,11 +467,17 @@ def _phase(result: StreamResult, finish: str | None) -> str | None:
     return "at-finish" if finish in ("error", "aborted") else None
 
 
-def _usage_counts(result: StreamResult, finish: str | None) -> tuple[Any, tuple[int | None, ...], str]:
-    """``(usage, counts, usage_source)``: the usage to price (None when refused or absent), its counts."""
+def _usage_counts(
+    result: StreamResult, finish: str | None, completed: bool = False
+) -> tuple[Any, tuple[int | None, ...], str]:
+    """``(usage, counts, usage_source)``: the usage to price (None when refused or absent), its counts.
+
+    ``completed``: the attempt is known to have completed although no finish says how.
+    """
     usage = result.usage
     if usage is None:
-        return None, _NO_COUNTS, "missing" if result.error is None and finish in _OK_FINISH else "lost"
+        ended = finish in _OK_FINISH or (completed and finish is None)
+        return None, _NO_COUNTS, "missing" if result.error is None and ended else "lost"
     counts = (
         usage.input_tokens,
         usage.output_tokens,
@@ -468,6 +498,15 @@ def _block_counts(result: StreamResult) -> dict[str, int]:
         if block.type in blocks:
             blocks[block.type] += 1
     return blocks
+
+
+def _given_blocks(blocks: Mapping[str, int | None]) -> dict[str, int]:
+    """A log's block counts as the columns hold them (``_MISSING`` for a kind it does not say)."""
+    given = {}
+    for kind in ("text", "reasoning", "tool-call"):
+        count = blocks.get(kind)
+        given[kind] = _MISSING if count is None or not 0 <= count <= MAX_COUNT else int(count)
+    return given
 
 
 def _timing_values(timings: Timings) -> tuple[float, float, float]:
@@ -583,9 +622,9 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
         "error_code": snap["error_code"],
         "phase": snap["phase"],
         "usage_source": snap["usage_source"],
-        "text_blocks": snap["blocks"]["text"],
-        "reasoning_blocks": snap["blocks"]["reasoning"],
-        "tool_call_blocks": snap["blocks"]["tool-call"],
+        "text_blocks": _nullable_int(snap["blocks"]["text"]),
+        "reasoning_blocks": _nullable_int(snap["blocks"]["reasoning"]),
+        "tool_call_blocks": _nullable_int(snap["blocks"]["tool-call"]),
         "chunks": snap["chunks"],
         "violations": snap["violations"],
         "warnings": snap["warnings"],

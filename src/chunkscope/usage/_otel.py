@@ -7,7 +7,10 @@ metric names come from ``opentelemetry.semconv``; the few the conventions do not
 name are ``chunkscope.*``. Token counts are converted from chunkscope's disjoint
 input to the conventions' inclusive input in one place, ``_convert.inclusive_input``.
 Protocol violations become span events (rule id, chunk position, message), at the
-time the offending chunk arrived.
+time the offending chunk arrived; a stream that broke a rule of error severity is
+also an error span (status ``ERROR``, its first such rule the description), as a
+failed one is. The agent loop's tool runs are ``execute_tool`` spans under their
+step's span.
 
 Never in an attribute: credentials, error messages, request ids, abort reasons
 (``error.type`` is the ``LlmError`` code alone) and, unless ``capture_content=True``
@@ -51,6 +54,7 @@ _SCHEMA_URL = Schemas.V1_44_0.value
 _SCOPE = "chunkscope"
 _CHAT = gen_ai.GenAiOperationNameValues.CHAT.value
 _INVOKE_AGENT = gen_ai.GenAiOperationNameValues.INVOKE_AGENT.value
+_EXECUTE_TOOL = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
 _TOKEN_INPUT = gen_ai.GenAiTokenTypeValues.INPUT.value
 _TOKEN_OUTPUT = gen_ai.GenAiTokenTypeValues.OUTPUT.value
 
@@ -241,8 +245,11 @@ class OtelSink:
             f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start
         )
         _add_violation_events(span, result, start)
+        broken = next((v.rule for v in result.violations if v.severity == "error"), None)
         if error_code is not None:
             span.set_status(Status(StatusCode.ERROR, error_code))
+        elif broken is not None:  # a stream that breaks the protocol is no healthy call
+            span.set_status(Status(StatusCode.ERROR, broken))
         span.end(end_time=start + total_ns)
         self._record_metrics(common, timings.total_s, first, inclusive, output)
         return call_id
@@ -317,6 +324,42 @@ class OtelSink:
             span = run.steps.pop(str(step), None) if run is not None else None
         if span is not None:
             _end(span, error_code)
+
+    def agent_tool_ran(
+        self,
+        run_id: str,
+        step: int,
+        *,
+        name: str,
+        call_id: str,
+        duration_s: float,
+        error_type: str | None = None,
+    ) -> None:
+        """An ``execute_tool`` span (GenAI conventions) under step ``step``'s span, ending now.
+
+        ``error_type`` (the failure's kind, never its text) makes it an error span.
+        """
+        with self._lock:
+            run = self._runs.get(run_id)
+            step_span = run.steps.get(str(step)) if run is not None else None
+        if step_span is None:
+            return
+        attributes: dict[str, Any] = {
+            gen_ai.GEN_AI_OPERATION_NAME: _EXECUTE_TOOL,
+            gen_ai.GEN_AI_TOOL_NAME: name,
+            gen_ai.GEN_AI_TOOL_CALL_ID: call_id,
+            gen_ai.GEN_AI_TOOL_TYPE: "function",
+            STEP: step,
+        }
+        end = time.time_ns()
+        span = self._tracer.start_span(
+            f"{_EXECUTE_TOOL} {name}",
+            trace.set_span_in_context(step_span),
+            SpanKind.INTERNAL,
+            attributes,
+            start_time=end - int(max(duration_s, 0.0) * _NS),
+        )
+        _end(span, error_type, end_time=end)
 
     def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None:
         """Close the run's span (and any step a cancellation left open)."""
@@ -551,6 +594,9 @@ def _replay_row(
     parent_span = step_spans.get(structure) if structure is not None else None
     parent = trace.set_span_in_context(parent_span) if parent_span is not None else None
     span = tracer.start_span(f"{_CHAT} {model}", parent, SpanKind.CLIENT, attributes, start_time=start)
+    broken = _int(row, "violations")
+    if error_code is None and broken:  # a frame keeps the count of error-severity findings, not their rules
+        span.set_status(Status(StatusCode.ERROR, f"{broken} protocol violation{'s' if broken > 1 else ''}"))
     _end(span, error_code, end)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, overload
 
 import pandas as pd
 
-from ._schema import COLUMNS, check_columns, coerce, empty_frame
+from ._schema import COLUMNS, MONEY_COLUMNS, check_columns, coerce, empty_frame, is_decimal
 
 
 class _Rows(Protocol):
@@ -39,10 +39,31 @@ __all__ = ["ParquetSink", "read_parquet", "to_parquet"]
 
 
 def to_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write a usage frame to one Parquet file; ``read_parquet`` gives back the same dtypes."""
+    """Write a usage frame to one Parquet file; ``read_parquet`` gives back the same dtypes
+    (a ``cost_type=Decimal`` cost as exact Decimals)."""
     target = Path(path)
-    frame.to_parquet(target, index=False, engine="pyarrow")
+    _write(frame, target)
     return target
+
+
+DECIMAL_COST = (38, 18)
+"""The Parquet type of a Decimal cost: ``decimal128(38, 18)``, one type for every file of a
+dataset (pyarrow would size each file's to its own values, and a dataset of files with
+different ones cannot be read as one). 18 places hold any per-million rate's cost exactly."""
+
+
+def _write(frame: pd.DataFrame, target: Path) -> None:
+    """``frame`` to a Parquet file; Decimal money as ``DECIMAL_COST`` (pandas' types otherwise)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    for name in MONEY_COLUMNS:
+        if name in frame.columns and is_decimal(frame[name]):
+            at = table.schema.get_field_index(name)
+            field = table.schema.field(at).with_type(pa.decimal128(*DECIMAL_COST))
+            table = table.set_column(at, field, table.column(at).cast(field.type))
+    pq.write_table(table, target)
 
 
 @overload
@@ -153,7 +174,7 @@ class ParquetSink:
             self._files += 1
             final = folder / f"part-{self._name}-{self._files:06d}.parquet"
             temporary = folder / f".{final.name}.tmp"
-            part.reset_index(drop=True).to_parquet(temporary, index=False, engine="pyarrow")
+            _write(part.reset_index(drop=True), temporary)
             os.replace(temporary, final)  # atomic: readers see the whole file or none
 
     def close(self) -> None:

@@ -3,10 +3,18 @@
 Drawn through pandas' matplotlib plotting on a transparent figure, with text,
 ticks and grid in a mid grey and bar colours of middle lightness, so the
 same figure reads on JupyterLab's light and dark themes.
+
+Readable for any mix of calls: when the calls' totals differ by more than
+``_LOG_RATIO`` (a few cache hits of thousands of tokens among calls of tens),
+the tokens axis is logarithmic, so no call's bar shrinks to nothing; the time
+axis counts the time since the first start in a unit fitting the span, so its
+tick labels differ at any span (clock labels repeat: a batch within one second,
+noon on every day).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -26,6 +34,14 @@ KIND_COLORS = {
 
 _INK = "#8a8a8a"  # readable on both themes
 _MAX_BARS = 200
+_LOG_RATIO = 20  # largest / smallest non-zero total past which a linear axis hides the small calls
+# the cost panel's time unit: (name, seconds in one, used for spans below this many seconds)
+_TIME_UNITS = (
+    ("seconds", 1.0, 120.0),
+    ("minutes", 60.0, 7_200.0),
+    ("hours", 3_600.0, 259_200.0),
+    ("days", 86_400.0, math.inf),
+)
 
 
 def tokens_per_call(frame: pd.DataFrame) -> pd.DataFrame:
@@ -73,9 +89,9 @@ def _tokens_panel(top: Any, per_call: pd.DataFrame, title: str | None) -> None:
     colors = [KIND_COLORS[kind] for kind in kinds]
     data = per_call[kinds].reset_index(drop=True)
     data.index = data.index + 1
+    top.set_ylabel("tokens")  # before _stack_tokens, which names a log scale
     _stack_tokens(top, data, colors)
     top.set_xlabel("call (in start order)")
-    top.set_ylabel("tokens")
     top.set_title(title or "Tokens per call, by kind")
     # Outside the axes, to the right: a legend inside would cover the tallest bars.
     if len(data):
@@ -96,8 +112,25 @@ def _stack_tokens(top: Any, data: pd.DataFrame, colors: list[str]) -> None:
         data.plot.bar(stacked=True, ax=top, color=colors, width=0.85, edgecolor="none")
         step = max(1, len(data) // 20)
         top.set_xticks(range(0, len(data), step), [str(i) for i in data.index[::step]], rotation=0)
+        _scale_tokens(top, data.sum(axis=1))
     else:
         data.plot.area(stacked=True, ax=top, color=colors, linewidth=0)
+        _scale_tokens(top, data.sum(axis=1))
+
+
+def _scale_tokens(top: Any, totals: pd.Series) -> None:
+    """A log axis when the non-zero totals span more than ``_LOG_RATIO``, from a third of the smallest.
+
+    A third below the smallest total keeps its bar a visible height (log 3 of the axis's
+    decades) however tall the tallest is; the segments stacked above a bar's first read
+    on the same log axis as the totals.
+    """
+    nonzero = totals[totals > 0]
+    if nonzero.empty or nonzero.max() <= _LOG_RATIO * nonzero.min():
+        return
+    top.set_yscale("log")
+    top.set_ylim(float(nonzero.min()) / 3, float(nonzero.max()) * 1.3)
+    top.set_ylabel("tokens (log scale)")
 
 
 def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
@@ -105,8 +138,17 @@ def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
     priced = frame[frame["cost"].notna()].sort_values("started_at", kind="stable")
     if len(priced):
         cumulative = priced["cost"].astype("float64").cumsum()
-        series = pd.Series(cumulative.to_numpy(), index=priced["started_at"].to_numpy())
-        series.plot(ax=bottom, drawstyle="steps-post", color=KIND_COLORS["output"], linewidth=2)
+        # Time since the first start, in a unit fitting the span: plain numbers, no two ticks alike.
+        started = pd.to_datetime(priced["started_at"], utc=True)
+        origin = started.min()
+        seconds = (started - origin).dt.total_seconds().to_numpy(dtype="float64", na_value=float("nan"))
+        span = float(pd.Series(seconds).max()) if pd.notna(origin) else 0.0
+        unit, per = next((unit, per) for unit, per, below in _TIME_UNITS if span < below)
+        color = KIND_COLORS["output"]
+        bottom.step(seconds / per, cumulative.to_numpy(), where="post", color=color, linewidth=2)
+        bottom.set_xlim(0, span / per * 1.02 or 1.0)
+        since = f"{origin:%Y-%m-%d %H:%M:%S} UTC" if pd.notna(origin) else "an unknown time"
+        bottom.set_xlabel(f"{unit} since the first priced start ({since})")
         # From 0 (an axis that starts above 0 exaggerates the growth), with headroom over the total.
         bottom.set_ylim(0, float(cumulative.max()) * 1.08 or 1.0)
         currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
@@ -126,7 +168,7 @@ def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
         )
         bottom.set_xticks([])
         bottom.set_yticks([])
-    bottom.set_xlabel("start time (UTC)")
+        bottom.set_xlabel("start time")
 
 
 def _style(ax: Any) -> None:

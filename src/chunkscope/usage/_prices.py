@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
+import sys
 import threading
 import tomllib
 import warnings
@@ -31,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -55,6 +58,20 @@ __all__ = [
 
 GENAI_PRICES = "genai-prices"
 """The name that stands for ``PriceTable.from_genai_prices()`` wherever a ``PriceTable`` is taken."""
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the chunkscope package
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside chunkscope, for a warning raised in the caller
+    of this function: the user's line (``record``, ``add_costs``, ``summary``...), however deep
+    the package's own calls went between it and the warning."""
+    level = 1
+    frame: FrameType | None = sys._getframe(1)  # the function that warns: stacklevel 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
 
 class UnpricedModelWarning(UserWarning):
     """A usage row names a provider/model the ``PriceTable`` has no price for (its cost stays missing)."""
@@ -171,7 +188,7 @@ class PriceTable:
             warnings.warn(
                 f"no price for provider {provider!r} model {model!r}: its cost is left missing",
                 UnpricedModelWarning,
-                stacklevel=5,
+                stacklevel=_caller_level(),
             )
 
     def _lookup(self, provider: str, model: str, usage: TokenUsage, at: float | None) -> Price | None:
@@ -355,7 +372,9 @@ class PriceTable:
         try:
             return cls(rows)
         except TypeError as exc:
-            raise ValueError(f"{source}: a price entry has unknown or missing fields ({exc})") from exc
+            raise ValueError(f"{source}: a price entry has unknown or missing fields ({exc})") from None
+        except ValueError as exc:  # a bad price: which file, then which price and why
+            raise ValueError(f"{source}: {exc}") from None
 
     @classmethod
     def deepseek_example(cls) -> PriceTable:

@@ -86,9 +86,9 @@ COLUMNS: dict[str, Any] = {
     "error_code": _category(),  # the raised error's code, else the error/aborted finish's
     "phase": _category(PHASES),  # <NA> when the attempt did not fail
     "usage_source": _category(USAGE_SOURCES),
-    "text_blocks": "int64",
-    "reasoning_blocks": "int64",
-    "tool_call_blocks": "int64",
+    "text_blocks": "Int64",  # <NA> where the source does not say (a log that keeps no chunks)
+    "reasoning_blocks": "Int64",
+    "tool_call_blocks": "Int64",
     "chunks": "int64",
     "violations": "int64",  # error-severity rule violations
     "warnings": "int64",  # warning-severity rule violations (e.g. usage-missing)
@@ -152,6 +152,9 @@ def coerce(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         if isinstance(dtype, pd.DatetimeTZDtype):
             column = pd.to_datetime(column, utc=True)
+        if name in MONEY_COLUMNS and is_decimal(column):  # Decimal money stays Decimal; absent: <NA>
+            out[name] = column.where(column.notna(), pd.NA)
+            continue
         out[name] = column.astype(dtype)
     return out
 
@@ -217,6 +220,15 @@ def _holds(column: pd.Series, kind: str) -> bool:
     return bool(types.is_integer_dtype(dtype) or types.is_float_dtype(dtype))
 
 
+MONEY_COLUMNS = ("cost",)
+"""Columns that may hold exact ``Decimal`` numbers (``PriceTable(cost_type=Decimal)``) instead of Float64."""
+
+
+def is_decimal(column: pd.Series) -> bool:
+    """Whether ``column`` holds exact ``Decimal`` numbers (``cost_type=Decimal``; Parquet's decimal128)."""
+    return bool(column.dtype == object and pd.api.types.infer_dtype(column, skipna=True) == "decimal")
+
+
 def _describe(column: pd.Series) -> str:
     dtype = column.dtype
     if isinstance(dtype, pd.CategoricalDtype):
@@ -240,7 +252,7 @@ def check_columns(frame: pd.DataFrame, source: str) -> None:
             raise UsageSchemaError(f"{source}: not a usage frame: it has no column {name!r}", name)
         column = frame[name]
         kind = _kind(dtype)
-        if not _holds(column, kind):
+        if not _holds(column, kind) and not (name in MONEY_COLUMNS and is_decimal(column)):
             raise UsageSchemaError(
                 f"{source}: not a usage frame: column {name!r} should hold {kind}, "
                 f"it holds {_describe(column)}",

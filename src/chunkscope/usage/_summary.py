@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ._prices import as_price_table
-from ._schema import COUNT_COLUMNS
+from ._schema import COUNT_COLUMNS, is_decimal
 
 __all__ = ["RAW_TOTALS", "SUMMARY_COLUMNS", "finish_totals", "latency_percentiles", "summary"]
 
@@ -110,7 +110,7 @@ def finish_totals(raw: Mapping[str, Any]) -> dict[str, Any]:
 def _known_if(value: Any, known: Any) -> Any:
     # a Series keeps its values where `known` holds (<NA> elsewhere); a number is kept or is <NA>
     if isinstance(value, pd.Series):
-        return value.where(known)
+        return value.where(known, pd.NA)
     return value if known else pd.NA
 
 
@@ -196,7 +196,8 @@ def summary(
     raw = _materialize(grouped.agg(**_SUMS))
     for name in (*COUNT_COLUMNS, "billed_input_tokens"):
         raw[name] = raw[name].astype("Int64")
-    raw["cost"] = raw["cost"].astype("Float64")
+    if not (isinstance(frame, pd.DataFrame) and is_decimal(frame["cost"])):
+        raw["cost"] = raw["cost"].astype("Float64")  # Decimal costs (cost_type=Decimal) stay exact
     out = pd.DataFrame(finish_totals({name: raw[name] for name in raw.columns}), index=raw.index)
     out = out.join(latency_percentiles(frame if keys != [_ALL] else work, keys))
     out = out[list(SUMMARY_COLUMNS)]

@@ -15,8 +15,9 @@ Credentials, per stream:
   botocore (``botocore.auth.SigV4Auth``, service ``bedrock``) from the standard credential
   chain (environment, shared config and credentials files, SSO, container and instance
   roles; ``profile`` picks a profile). botocore is the optional ``bedrock`` extra
-  (``pip install "chunkscope[bedrock]"``); without it the stream raises
-  ``MissingExtraError`` naming the extra. The region is ``region``, else the one in the
+  (``pip install "chunkscope[bedrock]"``); without it ``signing="sigv4"`` raises
+  ``MissingExtraError`` naming the extra when the adapter is built, and ``auto`` without a key
+  ends the stream ``MISSING_CREDENTIAL`` (a key or the extra). The region is ``region``, else the one in the
   ``base_url`` host, else the chain's configured region.
 
 No key, secret key or session token appears in the repr, ``vars()``, a pickle, an error
@@ -33,7 +34,7 @@ from urllib.parse import quote
 
 import httpx
 
-from chunkscope._extras import MissingExtraError
+from chunkscope._extras import MissingExtraError, require_modules
 from chunkscope.protocol import LlmError
 
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo
@@ -50,6 +51,7 @@ Signing = Literal["auto", "bearer", "sigv4"]
 ``bearer`` (an API key, required) or ``sigv4`` (the AWS credential chain, always)."""
 
 _EXTRA = "bedrock"
+_SIGV4 = 'BedrockAdapter(signing="sigv4")'
 _HOST_REGION = re.compile(r"bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)
 _SIGNED_HEADERS = ("host", "content-type")  # the SigV4 signature covers these (and x-amz-date)
 
@@ -60,8 +62,8 @@ def _botocore() -> Any:
         import botocore.auth  # type: ignore[import-untyped]
         import botocore.awsrequest  # type: ignore[import-untyped]
         import botocore.session  # type: ignore[import-untyped]
-    except ModuleNotFoundError as exc:
-        raise MissingExtraError(_EXTRA, "botocore", "AWS SigV4 signing") from exc
+    except ModuleNotFoundError:
+        raise MissingExtraError(_EXTRA, "botocore", _SIGV4) from None
     return botocore
 
 
@@ -93,7 +95,18 @@ class _BedrockCredential(Credential):
                 self.mode = "bearer"
                 return key
         self.mode = "sigv4"
-        frozen = self.frozen(label)
+        try:
+            frozen = self.frozen(label)
+        except MissingExtraError as exc:
+            if self.signing == "sigv4":  # checked when built; only a module removed since lands here
+                raise
+            where = f" or set {self.env}" if self.env else ""
+            raise LlmError(
+                f"no credentials for {label}: pass api_key=...{where} (a Bedrock API key), or install "
+                f'the "{exc.extra}" extra to sign with the AWS credential chain: '
+                f'pip install "chunkscope[{exc.extra}]"',
+                "MISSING_CREDENTIAL",
+            ) from None
         return str(frozen.secret_key)
 
     def peek(self) -> str | None:
@@ -174,6 +187,8 @@ class BedrockAdapter(SseAdapter):
     ) -> None:
         if signing not in ("auto", "bearer", "sigv4"):
             raise ValueError(f"signing must be 'auto', 'bearer' or 'sigv4', not {signing!r}")
+        if signing == "sigv4":  # a set-up error belongs here, not in the first stream's finish
+            require_modules(_SIGV4, "botocore")
         super().__init__(
             base_url,
             api_key,

@@ -26,8 +26,8 @@ its turn comes, so blocks never interleave.
 
 The terminal response carries the only usage (``input_tokens`` includes
 ``input_tokens_details.cached_tokens`` and ``cache_write_tokens``, which are taken out;
-``output_tokens`` includes ``output_tokens_details.reasoning_tokens``; a zero cache or
-reasoning count is reported absent, as the API sends every detail whatever the model did)
+``output_tokens`` includes ``output_tokens_details.reasoning_tokens``; a detail the wire
+sends is kept, 0 included, and only one it does not send is absent)
 and the finish: ``response.completed`` → ``stop`` (``tool-calls`` after a function call,
 ``REFUSAL`` after a refusal, ``EMPTY_RESPONSE`` with no content); ``response.incomplete``
 with ``max_output_tokens`` → ``max-tokens``, with ``content_filter`` → ``CONTENT_FILTER``
@@ -128,12 +128,23 @@ class _Item:
 
 
 def _count(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key, 0)
+    return _sent_count(usage, key) or 0
+
+
+def _sent_count(usage: Mapping[str, Any], key: str) -> int | None:
+    """The count ``key`` as sent, 0 included; None when the wire did not send it."""
+    value = usage.get(key)
     if value is None:
-        return 0
+        return None
     if type(value) is not int or value < 0:
         raise TypeError(f"usage {key} is {type_phrase(value)}, not a non-negative integer")
     return value
+
+
+def _detail(usage: Mapping[str, Any], details: str, key: str) -> int | None:
+    """A count inside one of usage's ``*_details`` objects (None when either is absent)."""
+    inner = usage.get(details)
+    return _sent_count(inner, key) if type(inner) is dict else None
 
 
 def map_usage(usage: Any) -> TokenUsage:
@@ -141,23 +152,22 @@ def map_usage(usage: Any) -> TokenUsage:
 
     ``input_tokens`` includes the cache reads and writes, which are taken out (a count smaller
     than them cannot include them and is kept); ``output_tokens`` already includes the
-    reasoning. A zero detail is reported absent.
+    reasoning. A detail sent as 0 stays 0 (a cache-hit rate of 0%, not an unknown one); only a
+    detail the wire did not send is absent.
     """
     if type(usage) is not dict:
         raise TypeError(f"usage is {type_phrase(usage)}, not an object")
     inputs = _count(usage, "input_tokens")
-    details = usage.get("input_tokens_details")
-    cached = _count(details, "cached_tokens") if type(details) is dict else 0
-    written = _count(details, "cache_write_tokens") if type(details) is dict else 0
-    out_details = usage.get("output_tokens_details")
-    reasoning = _count(out_details, "reasoning_tokens") if type(out_details) is dict else 0
-    uncached = inputs - cached - written
+    cached = _detail(usage, "input_tokens_details", "cached_tokens")
+    written = _detail(usage, "input_tokens_details", "cache_write_tokens")
+    reasoning = _detail(usage, "output_tokens_details", "reasoning_tokens")
+    uncached = inputs - (cached or 0) - (written or 0)
     return TokenUsage(
         input_tokens=uncached if uncached >= 0 else inputs,
         output_tokens=_count(usage, "output_tokens"),
-        cache_read_tokens=cached or None,
-        cache_write_tokens=written or None,
-        reasoning_tokens=reasoning or None,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        reasoning_tokens=reasoning,
     )
 
 

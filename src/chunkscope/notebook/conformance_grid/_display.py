@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["enable_grid"]
+from .._shells import first_registration
 
-_ENABLED: set[int] = set()
+__all__ = ["enable_grid"]
 
 
 def _display(report: Any) -> bool:
@@ -39,11 +39,10 @@ def enable_grid(ip: Any = None) -> bool:
         ip = get_ipython()  # type: ignore[no-untyped-call,unused-ignore]
     if ip is None:
         return False
-    if id(ip) not in _ENABLED:
+    if first_registration(ip, "conformance grid"):
         # by both names the class goes by: its public path once `cs.ConformanceReport` resolved
         for module in ("chunkscope", "chunkscope.conformance_kit._report"):
             formatters = ip.display_formatter
             formatters.ipython_display_formatter.for_type_by_name(module, "ConformanceReport", _display)
             formatters.formatters["text/html"].for_type_by_name(module, "ConformanceReport", _html)
-        _ENABLED.add(id(ip))
     return True
