@@ -15,7 +15,7 @@ finish that paused the turn (continue it) from one that ended it.
 Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
 redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 ``_core/`` (the shared SSE adapter core, by concern: credential, framing, guard,
-the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
+the adapter loop), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
 same on every wire), one folder per wire — ``openai_compat/``, ``anthropic/``,

@@ -1,7 +1,7 @@
 """HTTP plumbing every wire adapter shares: credentials, URLs, the client slot, headers.
 
 Failures are classified in ``_failures`` (one table); the stream guard and
-the SSE core live in ``_sse``.
+the adapter loop live in ``_core/``.
 """
 
 from __future__ import annotations
