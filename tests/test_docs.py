@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import chunkscope as cs
+from chunkscope import protocol
 from test_readme import error_codes_table, rules_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ async def test_the_protocol_docs_example_stream_checks_clean_and_assembles() -> 
     [block] = re.findall(r"^```json\n(.*?)^```", PROTOCOL_DOC.read_text(encoding="utf-8"), re.S | re.M)
     chunks = json.loads(block)
     assert len(chunks) == 9
-    for profile in cs.PROFILES:
+    for profile in protocol.PROFILES:
         assert cs.check(chunks, profile=profile) == [], profile
     result = await cs.collect(chunks)
     assert result.text == "サンプル 教程"

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 PROFILE_CHOICES = ("strict", "dsh")
-"""``--profile`` choices: ``chunkscope.PROFILES``, spelled out so a parser needs no protocol import
+"""``--profile`` choices: ``chunkscope.protocol.PROFILES``, spelled out so a parser needs no protocol import
 (tests/cli pins the two equal)."""
 
 _PORTS = "(1-65535, or 0 for any free port)"

@@ -2,8 +2,8 @@
 
 Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
 extra. The protocol and adapters layers never import this package. Session
-logs are read by ``chunkscope.sources`` (re-exported here); importing this
-package binds their frame projection, ``DshSession.to_frame``.
+logs are read by ``chunkscope.sources`` (its names re-exported here); this layer's
+``read_dsh_session`` gives its sessions their frame (``DshSession.to_frame``).
 
 What the layer raises and warns (session logs raise ``cs.SourceError``'s ``DshLogError``)::
 
@@ -31,8 +31,6 @@ from chunkscope.sources.dsh import (
     DshProblem,
     DshSession,
     DshStep,
-    bind_frame,
-    read_dsh_session,
 )
 
 from ._batch import BatchProgressWarning, batch, partial_results
@@ -44,8 +42,8 @@ from ._convert import (
     to_otel_attributes,
     to_otel_columns,
 )
-from ._dask import read_dsh_sessions, read_parquet_dask
-from ._dsh_frame import session_frame
+from ._dask import read_parquet_dask
+from ._dsh_frame import read_dsh_session, read_dsh_sessions, session_frame
 from ._llm_frame import read_llm_logs
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, to_parquet
@@ -55,9 +53,6 @@ from ._recordings import read_recordings
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
-
-# The session-log reader (sources) needs no pandas; its usage frame is this layer's.
-bind_frame(session_frame)
 
 if TYPE_CHECKING:
     from ._otel import OtelSink, otel_sink, to_otel
@@ -110,6 +105,7 @@ __all__ = [
     "DshStep",
     "read_dsh_session",
     "read_dsh_sessions",
+    "session_frame",
     "read_parquet_dask",
     # the llm CLI's logs.db (issue 18)
     "read_llm_logs",
