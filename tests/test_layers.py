@@ -31,7 +31,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "runtime": {"wires", "protocol", "adapters", "runtime"},
     # The provider judges the adapters: it shares nothing with them, so the two cannot be wrong together.
     "provider": {"wires", "protocol", "provider"},
-    "usage": {"wires", "protocol", "sources", "adapters", "usage"},
+    # runtime: only for batch's old path (chunkscope.usage.batch), which warns and leads there
+    "usage": {"wires", "protocol", "sources", "adapters", "runtime", "usage"},
     # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
     "conformance_kit": {"wires", "protocol", "adapters", "provider", "conformance_kit"},
     # The tap sits below usage: it parses through the adapters' translators and records into a UsageLog.

@@ -40,14 +40,14 @@ _EXPORTS: dict[str, str] = {
         ],
         ".adapters",
     ),
-    **dict.fromkeys(["LlmRuntime", "RetryPolicy", "AgentLoop", "tool"], ".runtime"),
+    **dict.fromkeys(["LlmRuntime", "RetryPolicy", "AgentLoop", "tool", "batch"], ".runtime"),
     **dict.fromkeys(["LocalProvider", "SCENARIOS"], ".provider"),
     **dict.fromkeys(["Tap", "TapReplay"], ".tap"),
     **dict.fromkeys(["Timeline", "show", "ConformanceGrid"], ".notebook"),
     **dict.fromkeys(["conformance", "ConformanceReport"], ".conformance_kit"),
     **dict.fromkeys(
         [
-            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "batch", "plot_usage",
+            "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "plot_usage",
             "read_parquet", "to_parquet", "read_recordings", "to_inclusive", "to_disjoint",
             "OTEL_ATTRIBUTES", "read_dsh_session", "read_dsh_sessions", "read_llm_logs", "otel_sink",
             "to_otel",
@@ -219,6 +219,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .runtime import AgentLoop as AgentLoop
     from .runtime import LlmRuntime as LlmRuntime
     from .runtime import RetryPolicy as RetryPolicy
+    from .runtime import batch as batch
     from .runtime import tool as tool
     from .sources import DshLogError as DshLogError
     from .sources import SourceError as SourceError
@@ -231,7 +232,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .usage import PriceTable as PriceTable
     from .usage import UnpricedModelWarning as UnpricedModelWarning
     from .usage import UsageLog as UsageLog
-    from .usage import batch as batch
     from .usage import otel_sink as otel_sink
     from .usage import plot_usage as plot_usage
     from .usage import read_dsh_session as read_dsh_session

@@ -11,8 +11,9 @@ What the layer raises and warns (session logs raise ``cs.SourceError``'s ``DshLo
      └── UsageSchemaError        a file read as a usage frame whose columns are not one (.column)
     UserWarning
      └── UnpricedModelWarning    a priced log met a model its PriceTable has no price for
-    RuntimeWarning
-     └── BatchProgressWarning    batch's progress callback raised: warned once, not called again
+
+``batch`` moved to the runtime layer (``chunkscope.runtime.batch``, still ``cs.batch``); its old
+path here warns.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from chunkscope.sources.dsh import (
     DshStep,
 )
 
-from ._batch import BatchProgressWarning, batch, partial_results
 from ._convert import (
     OTEL_ATTRIBUTES,
     inclusive_input,
@@ -71,9 +71,6 @@ __all__ = [
     "to_inclusive",
     "to_disjoint",
     "OTEL_ATTRIBUTES",
-    "batch",
-    "BatchProgressWarning",
-    "partial_results",
     "to_parquet",
     "read_recordings",
     "read_parquet",
@@ -112,9 +109,22 @@ __all__ = [
 ]
 
 _OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})
+_MOVED_TO_RUNTIME = frozenset({"batch", "BatchProgressWarning", "partial_results"})
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_RUNTIME:
+        import warnings
+
+        warnings.warn(
+            f"chunkscope.usage.{name} is deprecated: use chunkscope.runtime.{name} "
+            f"(from chunkscope.runtime import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        import chunkscope.runtime as runtime
+
+        return getattr(runtime, name)
     # The OpenTelemetry names load on first use: the rest of the usage layer works without the extra.
     if name not in _OTEL_NAMES:
         raise AttributeError(f"module 'chunkscope.usage' has no attribute {name!r}")
