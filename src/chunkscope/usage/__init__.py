@@ -44,12 +44,12 @@ from ._convert import (
 )
 from ._dask import read_parquet_dask
 from ._dsh_frame import read_dsh_session, read_dsh_sessions, session_frame
-from ._llm_frame import read_llm_logs
+from ._llm_frame import read_llm_logs, record_llm_logs
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, to_parquet
 from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
-from ._recordings import read_recordings
+from ._recordings import parse_started, read_recordings
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
@@ -106,6 +106,9 @@ __all__ = [
     "read_parquet_dask",
     # the llm CLI's logs.db (issue 18)
     "read_llm_logs",
+    "record_llm_logs",
+    # a recording header's start time, as the command line's usage frames read it
+    "parse_started",
 ]
 
 _OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})

@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import LlmError, StreamResult, Timings, collect
-from chunkscope.protocol._clock import current_marks
-from chunkscope.sources._json import json_line
+from chunkscope.protocol.shared import current_marks
+from chunkscope.sources import json_line
 
 from ._prices import as_price_table
 from ._schema import (

@@ -50,6 +50,7 @@ import traitlets
 
 from chunkscope.protocol import (
     CHUNK_TYPES,
+    ERROR_CODES,
     ChunkLike,
     LlmError,
     StreamInspector,
@@ -58,8 +59,7 @@ from chunkscope.protocol import (
     UsageSink,
     Violation,
 )
-from chunkscope.protocol._clock import marking
-from chunkscope.protocol._errors import ERROR_CODES, FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY
+from chunkscope.protocol.shared import FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY, marking
 from chunkscope.runtime import (
     AgentResult,
     AgentRun,

@@ -14,9 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from chunkscope.protocol import ReasoningDelta, TextDelta, TokenUsage, ToolCallDelta, Usage, parse_chunk
-from chunkscope.protocol._chunks import (
-    trusted,  # the hot path's unvalidated constructor, as the adapters use it
-)
+from chunkscope.protocol.shared import trusted
 
 __all__ = ["MAX_GAP_MS", "materialize", "message_usage"]
 
