@@ -38,7 +38,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "provider": {"wires", "protocol", "provider"},
     # runtime: only for batch's old path (chunkscope.usage.batch), which warns and leads there
     "usage": {"wires", "protocol", "sources", "adapters", "runtime", "usage"},
-    # The conformance kit drives adapters against the provider (DESIGN.md: protocol, adapters, provider).
+    # The conformance kit drives adapters against the provider (docs/architecture.md).
     "conformance_kit": {"wires", "protocol", "adapters", "provider", "conformance_kit"},
     # The tap sits below usage: it parses through the adapters' translators and records into a UsageLog.
     "tap": {"wires", "protocol", "sources", "adapters", "usage", "tap"},
