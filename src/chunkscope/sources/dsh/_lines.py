@@ -151,6 +151,18 @@ def line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[
         carry, skipping = yield from _block_batches(data, skipping, max_line_bytes)
 
 
+def _split_lines(data: bytes, skipping: bool) -> tuple[list[bytes], bytes, bool]:
+    """A block's whole lines, the unfinished one, and whether the over-long line goes on past it."""
+    lines = data.split(b"\n")
+    carry = lines.pop()
+    if not skipping:
+        return lines, carry, False
+    if not lines:
+        return [], b"", True
+    del lines[0]  # the end of the over-long line
+    return lines, carry, False
+
+
 def _block_batches(
     data: bytes, skipping: bool, max_line_bytes: int
 ) -> Generator[Any, None, tuple[bytes, bool]]:
@@ -161,12 +173,9 @@ def _block_batches(
         if newlines:
             yield newlines
         return carry, skipping
-    lines = data.split(b"\n")
-    carry = lines.pop()
+    lines, carry, skipping = _split_lines(data, skipping)
     if skipping:
-        if not lines:
-            return b"", True
-        del lines[0]  # the end of the over-long line
+        return carry, True
     if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
         lines = yield from _around_too_long(lines, max_line_bytes)
     if len(carry) > max_line_bytes:

@@ -125,12 +125,8 @@ class _Reader:
         number = 0
         for batch in line_batches(read, max_line_bytes):
             if type(batch) is not list:
-                if type(batch) is int:  # a run of blank lines
-                    number += batch
-                    continue
-                number += 1
-                self.line = number
-                if self._not_lines(batch, max_line_bytes):
+                number, stop = self._not_a_batch(batch, number, max_line_bytes)
+                if stop:
                     break
                 continue
             for raw in batch:
@@ -196,6 +192,14 @@ class _Reader:
                     raise _BadRecord("the record has no string 'type'")
         except _BadRecord as exc:
             self.problem(exc.code, str(exc))
+
+    def _not_a_batch(self, batch: object, number: int, max_line_bytes: int) -> tuple[int, bool]:
+        """The line number after what ``line_batches`` gave instead of a batch, and whether the
+        read must end there."""
+        if type(batch) is int:  # a run of blank lines
+            return number + batch, False
+        self.line = number + 1
+        return number + 1, self._not_lines(batch, max_line_bytes)
 
     def _not_lines(self, batch: object, max_line_bytes: int) -> bool:
         """Report what ``line_batches`` gave instead of lines; True when the read must end there."""
