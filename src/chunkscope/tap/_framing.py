@@ -32,6 +32,14 @@ class ProtocolFault(Exception):
     """The upstream's bytes are not HTTP/1.1 as RFC 9112 frames it."""
 
 
+def _coded_body(codings: bytes) -> Body:
+    """The framing a ``Transfer-Encoding`` list gives: chunked when chunked is the last coding,
+    else a body whose length only the close tells."""
+    if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
+        return Body("close")
+    return Body("chunked")
+
+
 class Head:
     """Collects one response head (skipping 1xx heads); ``feed`` → the rest of the read, or None."""
 
@@ -79,9 +87,7 @@ class Head:
         headers = response.headers
         codings = b",".join(v for n, v in headers if n == b"transfer-encoding").lower()
         if codings:
-            if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
-                return Body("close")  # a body whose length only the close tells
-            return Body("chunked")
+            return _coded_body(codings)
         lengths = [v for n, v in headers if n == b"content-length"]
         if lengths:
             return Body("length", int(lengths[0]))  # h11 checked it is one valid number
