@@ -165,23 +165,28 @@ class Body:
             line = self._line + data[at:line_end] if self._line else data[at:line_end]
             self._line = b""
             at = line_end + 1
-            line = line.rstrip(b"\r")
-            if state == 0:
-                try:
-                    self.left = int(line.partition(b";")[0].strip(), 16)
-                except ValueError:
-                    raise ProtocolFault(f"a bad chunk size line {line[:40]!r}") from None
-                if self.left < 0:
-                    raise ProtocolFault("a negative chunk size")
-                self._state = 1 if self.left else 3
-            elif state == 2:
-                if line:
-                    raise ProtocolFault("chunk data longer than its size")
-                self._state = 0
-            elif not line:  # state 3: the blank line after the trailers ends the body
+            if self._ends_at(state, line.rstrip(b"\r")):
                 self.done = True
                 self.extra = data[at:]
                 break
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
+
+    def _ends_at(self, state: int, line: bytes) -> bool:
+        """Take one chunk-size, CRLF or trailer line; True for the blank line that ends the body."""
+        if state == 0:
+            try:
+                self.left = int(line.partition(b";")[0].strip(), 16)
+            except ValueError:
+                raise ProtocolFault(f"a bad chunk size line {line[:40]!r}") from None
+            if self.left < 0:
+                raise ProtocolFault("a negative chunk size")
+            self._state = 1 if self.left else 3
+            return False
+        if state == 2:
+            if line:
+                raise ProtocolFault("chunk data longer than its size")
+            self._state = 0
+            return False
+        return not line  # state 3: trailer lines until a blank one
