@@ -17,7 +17,7 @@ MOST_AT_C_OR_WORSE = 30
 
 
 def graded_blocks(root: Path = SRC) -> list[tuple[str, str, int, str]]:
-    """(file, block, complexity, grade) for every block at grade C or worse, as ``radon cc -n C`` lists them."""
+    """(file, block, complexity, grade) of every block at C or worse, as ``radon cc -n C`` lists them."""
     found = []
     for path in sorted(root.rglob("*.py")):
         for block in sorted_results(cc_visit(path.read_text(encoding="utf-8"))):
@@ -34,14 +34,16 @@ def test_at_most_thirty_blocks_at_grade_c_or_worse_and_none_at_e_or_f() -> None:
     assert len(blocks) <= MOST_AT_C_OR_WORSE, f"{len(blocks)} blocks at C or worse:\n{listing}"
 
 
-def test_the_count_sees_methods_classes_and_functions(tmp_path: Path) -> None:
-    branches = "".join(f"    if x == {n}:\n        return {n}\n" for n in range(12))
+def test_the_count_sees_functions_and_methods_at_their_grade(tmp_path: Path) -> None:
+    def branches(indent: str) -> str:
+        return "".join(f"{indent}if x == {n}:\n{indent}    return {n}\n" for n in range(12))
+
     (tmp_path / "probe.py").write_text(
-        f"def f(x):\n{branches}    return -1\n"
-        "class K:\n"
-        f"    def m(self, x):\n{branches.replace(chr(10) + '    ', chr(10) + '        ').replace('    if', '        if', 1)}"
-        "        return -1\n",
+        f"def f(x):\n{branches('    ')}    return -1\n"
+        f"class K:\n    def m(self, x):\n{branches('        ')}        return -1\n"
+        "def small(x):\n    return x\n",
         encoding="utf-8",
     )
-    found = {(name, grade) for _, name, _, grade in graded_blocks(tmp_path)}
-    assert {("f", "C"), ("K.m", "C")} <= found
+    found = {(name, complexity, grade) for _, name, complexity, grade in graded_blocks(tmp_path)}
+    assert {("f", 13, "C"), ("K.m", 13, "C")} <= found
+    assert not any(name == "small" for name, _, _ in found)
