@@ -107,6 +107,20 @@ def test_the_base_install_checks_a_chunk_log(base_install: Path, inputs: Path, t
     assert done.returncode == 0 and "clean" in done.stdout, done.stdout + done.stderr
 
 
+def test_the_base_install_catches_a_session_log_error(base_install: Path, tmp_path: Path) -> None:
+    (tmp_path / "session.jsonl").write_text("not json\n", encoding="utf-8")
+    code = (
+        "import chunkscope as cs\n"
+        "from chunkscope.sources import read_dsh_session\n"
+        "try:\n"
+        "    read_dsh_session('session.jsonl')\n"
+        "except cs.DshLogError as exc:\n"
+        "    print(exc.code, exc.line)\n"
+    )
+    done = _run(base_install, "-c", code, cwd=tmp_path, env=_clean_env(tmp_path))
+    assert (done.returncode, done.stdout.split()) == (0, ["json", "1"]), done.stderr[-3000:]
+
+
 def test_the_install_carries_the_license_and_the_tutorials_copied_without_overwriting_edits(
     base_install: Path, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import chunkscope as cs
+from chunkscope import protocol
 from test_readme import error_codes_table, rules_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ async def test_the_protocol_docs_example_stream_checks_clean_and_assembles() -> 
     [block] = re.findall(r"^```json\n(.*?)^```", PROTOCOL_DOC.read_text(encoding="utf-8"), re.S | re.M)
     chunks = json.loads(block)
     assert len(chunks) == 9
-    for profile in cs.PROFILES:
+    for profile in protocol.PROFILES:
         assert cs.check(chunks, profile=profile) == [], profile
     result = await cs.collect(chunks)
     assert result.text == "サンプル 教程"
@@ -120,3 +121,22 @@ def test_the_wires_doc_has_a_row_and_a_section_for_every_wire_of_the_table() -> 
         assert wire.facts.key_variables[0] in row, (name, "the row names the wire's key variable")
         section = text.split(f"\n## {name} — ", 1)[1].split("\n## ", 1)[0]
         assert "gnored" in section, (name, "the section says what the wire's adapter ignores, and why")
+
+
+def test_the_architecture_pages_layer_table_is_the_layer_tests_table() -> None:
+    from test_layers import MAY_IMPORT
+
+    text = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| `chunkscope/(\w+)/` \| .* \| ([^|]*) \|$", text, re.M)
+    assert [layer for layer, _, _ in rows] == [layer for layer in MAY_IMPORT if layer != "wires"]
+    for layer, path, may in rows:
+        assert layer == path, layer
+        words = may.strip()
+        if words.startswith("every layer above"):
+            # the table's order is the flow: a layer may import every layer listed before it
+            above = {row[0] for row in rows[: [row[0] for row in rows].index(layer)]}
+            assert MAY_IMPORT[layer] - {"wires", "face", layer} == above, layer
+            assert ("face" in MAY_IMPORT[layer]) == ("the face" in words), layer
+        else:
+            listed = set() if words == "—" else {word.strip() for word in words.split(",")}
+            assert MAY_IMPORT[layer] - {"wires", layer} == listed, layer

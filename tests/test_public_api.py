@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_design_doc_protocol_names_are_public() -> None:
     # chunk logs are a stream stored on disk: the sources layer reads and writes them
     from chunkscope import sources
 
-    for name in ("read_chunks", "write_chunks", "ChunkFileError"):
+    for name in ("read_chunks", "write_chunks", "SourceError"):
         assert name in chunkscope.__all__
         assert getattr(chunkscope, name) is getattr(sources, name)
 
@@ -109,12 +110,15 @@ def test_the_face_lists_each_name_in_exports_all_and_type_checking_imports() -> 
     assert len(chunkscope.__all__) == len(set(chunkscope.__all__))
 
 
-def test_stream_helpers_and_scenarios_are_public() -> None:
-    for name in ("ValidatedStream", "Timings", "PROFILES", "Scenario", "get_scenario", "SCENARIOS"):
-        assert name in chunkscope.__all__
-    assert chunkscope.get_scenario("text") is chunkscope.SCENARIOS["text"]
-    assert isinstance(chunkscope.SCENARIOS["text"], chunkscope.Scenario)
-    assert chunkscope.PROFILES == ("strict", "dsh")
+def test_stream_helpers_and_scenarios_are_public_in_their_layers() -> None:
+    from chunkscope import provider
+
+    for name in ("ValidatedStream", "Timings", "PROFILES"):
+        assert name in protocol.__all__ and name not in chunkscope.__all__
+    assert "SCENARIOS" in chunkscope.__all__
+    assert provider.get_scenario("text") is chunkscope.SCENARIOS["text"]
+    assert isinstance(chunkscope.SCENARIOS["text"], provider.Scenario)
+    assert protocol.PROFILES == ("strict", "dsh")
 
 
 def test_the_protocol_face_lists_its_names_by_hand_and_keeps_helpers_private() -> None:
@@ -135,10 +139,10 @@ def test_the_protocol_face_lists_its_names_by_hand_and_keeps_helpers_private() -
         assert not hasattr(protocol, helper)
 
 
-def test_usage_sink_and_stream_inspector_are_public_at_both_faces() -> None:
+def test_usage_sink_and_stream_inspector_are_public_at_the_protocol_face() -> None:
     from chunkscope.protocol._assembly import UsageSink
 
-    assert protocol.UsageSink is UsageSink is chunkscope.UsageSink
+    assert protocol.UsageSink is UsageSink
     assert protocol.StreamInspector is chunkscope.StreamInspector
     from chunkscope.protocol._assembly import StreamInspector
 
@@ -171,3 +175,67 @@ def test_import_chunkscope_is_lazy_until_a_name_is_used() -> None:
     # using a protocol name loads the protocol layer only
     assert all(m.startswith(("chunkscope.protocol", "chunkscope")) for m in eval(second))
     assert not any(m.startswith(("chunkscope.adapters", "chunkscope.notebook")) for m in eval(second))
+
+
+# What the project promises at the top level whether or not a page shows it (docs/architecture.md).
+PROMISED = {
+    "StreamChunk", "BlockStart", "TextDelta", "ReasoningDelta", "ToolCallDelta", "BlockEnd", "Usage",
+    "Finish", "TextBlock", "ReasoningBlock", "ToolCallBlock", "ToolResultBlock", "TokenUsage", "FinishReason",
+    "LlmFailure", "CallId", "parse_chunk", "chunk_to_dict", "read_chunks", "write_chunks", "LlmError",
+    "ERROR_CODES", "error_chain", "check", "validated", "Violation", "RULES", "BlockAssembler", "collect",
+    "StreamResult", "LlmAdapter", "GenerateOptions", "AbortController", "ModelInfo", "ReasoningInfo",
+    "attribution_headers", "OpenAICompatAdapter", "AnthropicAdapter", "ScriptedAdapter", "ReplayAdapter",
+    "RecordingAdapter", "LlmRuntime", "RetryPolicy", "AgentLoop", "tool", "conformance", "ConformanceReport",
+    "LocalProvider", "UsageLog", "batch", "summary", "plot_usage", "read_parquet", "PriceTable",
+    "read_dsh_session", "read_dsh_sessions", "Timeline", "show",
+    "DshLogError",  # caught around any session-log read, with no extra installed
+}
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _taught_text() -> str:
+    """The README, the docs and the tutorial notebooks' code: what users are taught to write."""
+    import json
+
+    texts = [(_ROOT / "README.md").read_text(encoding="utf-8")]
+    texts += [path.read_text(encoding="utf-8") for path in sorted((_ROOT / "docs").glob("*.md"))]
+    for path in sorted((_ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        texts += ["".join(cell["source"]) for cell in cells]
+    return "\n".join(texts)
+
+
+def _taught(name: str, text: str) -> bool:
+    import re
+
+    return bool(re.search(rf"\b(?:cs|chunkscope)\.{name}\b|from chunkscope import [^\n]*\b{name}\b", text))
+
+
+def test_the_top_level_face_is_what_the_pages_teach_and_the_promised_minimum() -> None:
+    text = _taught_text()
+    assert set(chunkscope._EXPORTS) >= PROMISED
+    assert {name for name in chunkscope._EXPORTS if name not in PROMISED and not _taught(name, text)} == set()
+
+
+def test_no_page_teaches_a_name_the_face_no_longer_carries() -> None:
+    text = _taught_text()
+    assert sorted(name for name in chunkscope._MOVED if _taught(name, text)) == []
+
+
+@pytest.mark.parametrize("name", sorted(chunkscope._MOVED))
+def test_a_moved_name_still_resolves_with_a_warning_naming_its_layer(name: str) -> None:
+    layer = "chunkscope" + chunkscope._MOVED[name]
+    face = importlib.import_module(layer)
+    assert name in face.__all__ and name not in chunkscope.__all__ and name not in dir(chunkscope)
+    expected = rf"chunkscope\.{name} is deprecated .* {layer}\.{name}"
+    with pytest.warns(DeprecationWarning, match=expected) as seen:
+        value = getattr(chunkscope, name)
+    assert value is getattr(face, name)
+    assert seen[0].filename == __file__  # the warning points at the line that used the old path
+
+
+def test_the_exported_and_the_moved_names_are_apart() -> None:
+    assert set(chunkscope._EXPORTS).isdisjoint(chunkscope._MOVED)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        chunkscope.NoSuchName  # noqa: B018

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import chunkscope as cs
+from chunkscope import conformance_kit, runtime, sources
 
 PUBLIC = [
     name
@@ -51,9 +52,10 @@ def _instances() -> list[Any]:
     return [
         cs.LlmError("upstream said no", "RATE_LIMIT", status=429, retry_after_ms=1000),
         cs.SourceError("bad line", "session.jsonl", 3),
-        cs.ChunkFileError("bad chunk", "chunks.jsonl", 2, 7),
-        cs.ConformanceError("no such wire"),
-        cs.ToolArgumentsError("x must be an int"),
+        cs.DshLogError("bad line", "session.jsonl", 3, "json"),
+        sources.ChunkFileError("bad chunk", "chunks.jsonl", 2, 7),
+        conformance_kit.ConformanceError("no such wire"),
+        runtime.ToolArgumentsError("x must be an int"),
         cs.TextDelta(type="text-delta", index=0, text="hi"),
         cs.TokenUsage(input_tokens=3, output_tokens=5),
         cs.parse_chunk({"type": "finish", "reason": {"kind": "stop"}}),

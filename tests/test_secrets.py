@@ -24,7 +24,7 @@ import pytest
 
 import chunkscope as cs
 from chunkscope.adapters import GenerateOptions, RecordingAdapter
-from chunkscope.protocol import AnyChunk, LlmError, chunk_to_dict
+from chunkscope.protocol import AnyChunk, LlmError, Message, chunk_to_dict
 
 KEY = "sk-live-ECHOED-0123456789abcdef"
 TEXT = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
@@ -53,7 +53,7 @@ SCENARIOS = {
 
 def options() -> GenerateOptions:
     return GenerateOptions(
-        "deepseek", "deepseek-chat", [cs.Message(role="user", content=[cs.TextBlock(text="hi")])]
+        "deepseek", "deepseek-chat", [Message(role="user", content=[cs.TextBlock(text="hi")])]
     )
 
 

@@ -28,7 +28,7 @@ from chunkscope.adapters import (
     GenerateOptions,
     OpenAICompatAdapter,
 )
-from chunkscope.adapters._sse import SseAdapter
+from chunkscope.adapters._core import SseAdapter
 from chunkscope.protocol import LlmError
 
 KEY = "sk-HOSTILE-0123456789abcdefghij"

@@ -47,9 +47,9 @@ from chunkscope.adapters import (
     is_context_window_exceeded,
     is_quota_exceeded,
 )
+from chunkscope.adapters._core import SseDecoder
 from chunkscope.adapters._failures import error_from_response, retry_after_ms
 from chunkscope.adapters._finish import FINISH_CODES
-from chunkscope.adapters._sse import SseDecoder
 from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
 from chunkscope.protocol import LlmError
 

@@ -13,7 +13,7 @@ import pytest
 
 from chunkscope.adapters import AbortController, GenerateOptions, OpenAICompatAdapter
 from chunkscope.adapters._blocks import REASONING, TEXT, BlockWriter
-from chunkscope.adapters._sse import SseAdapter, SseEvent
+from chunkscope.adapters._core import SseAdapter, SseEvent
 from chunkscope.protocol import (
     AnyChunk,
     FinishReason,

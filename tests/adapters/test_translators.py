@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkscope.adapters._sse import SseDecoder
+from chunkscope.adapters._core import SseDecoder
 from chunkscope.adapters.anthropic import AnthropicTranslator
 from chunkscope.adapters.openai_compat import OpenAITranslator
 from chunkscope.protocol import LlmError, check, parse_chunk

@@ -16,8 +16,8 @@ SKELETON = (Path(__file__).resolve().parents[1] / "conformance" / "skeleton.py")
 
 CELLS = [
     SKELETON.replace("from __future__ import annotations\n", ""),
-    "import chunkscope as cs\n"
-    'report = await cs.run_conformance(make_skeleton, scenarios=["text", "fault-401"])\n'
+    "from chunkscope.conformance_kit import run_conformance\n"
+    'report = await run_conformance(make_skeleton, scenarios=["text", "fault-401"])\n'
     "report",
 ]
 

@@ -14,6 +14,7 @@ import pytest
 from _cli_streams import broken, example
 
 import chunkscope as cs
+from chunkscope import sources
 from chunkscope.cli import _inputs, main
 from chunkscope.sources import _load as sources_load
 
@@ -334,10 +335,10 @@ def test_a_file_holding_several_streams_is_checked_and_drawn_stream_by_stream(
     capsys: pytest.CaptureFixture[str], make_log: MakeFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the shape a multi-stream reader (a session log's steps) plugs into: one LoadedStream per stream
-    def two_steps(path: str, handle: object) -> list[_inputs.LoadedStream]:
+    def two_steps(path: str, handle: object) -> list[sources.LoadedStream]:
         return [
-            _inputs.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
-            _inputs.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
+            sources.LoadedStream(path=path, kind="chunks", chunks=example(), label="step 1"),
+            sources.LoadedStream(path=path, kind="chunks", chunks=broken(), label="step 2"),
         ]
 
     monkeypatch.setitem(sources_load._READERS, "chunks", two_steps)

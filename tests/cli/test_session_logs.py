@@ -12,6 +12,7 @@ from _cli_streams import example, write_session_log
 from rich.console import Console
 
 import chunkscope as cs
+from chunkscope import sources
 from chunkscope.cli import _inputs, main, show
 from chunkscope.usage import DshLogWriter
 
@@ -26,7 +27,7 @@ def session_log(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 def test_a_zstd_session_log_is_told_by_its_magic_bytes_not_its_name(tmp_path: Path) -> None:
     path = write_session_log(tmp_path / "session.bin", compress=True)
-    assert path.read_bytes()[:4] == _inputs.ZSTD_MAGIC
+    assert path.read_bytes()[:4] == sources.ZSTD_MAGIC
     streams = _inputs.load_streams(path)
     assert [s.label for s in streams] == LABELS and {s.kind for s in streams} == {"dsh"}
 

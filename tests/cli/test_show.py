@@ -15,6 +15,7 @@ from rich.console import Console
 
 import chunkscope as cs
 from chunkscope.cli import _args, _render, main, show
+from chunkscope.protocol import PROFILES
 
 MakeFile = Callable[..., Path]
 CSS = Path(show.__file__).parents[1] / "notebook" / "timeline" / "timeline.css"
@@ -187,7 +188,7 @@ def test_a_stream_with_many_blocks_and_violations_is_drawn_in_bounded_rows(make_
 
 
 def test_the_profile_choices_are_the_protocols() -> None:
-    assert _args.PROFILE_CHOICES == cs.PROFILES
+    assert _args.PROFILE_CHOICES == PROFILES
 
 
 def test_the_command_starts_without_loading_rich_or_the_adapters() -> None:

@@ -12,6 +12,7 @@ import pytest
 from skeleton import make_skeleton
 
 import chunkscope as cs
+from chunkscope import conformance_kit
 from chunkscope.adapters import (
     OPTIONAL_OPTIONS,
     AnthropicAdapter,
@@ -263,7 +264,7 @@ def test_a_factory_that_raises_or_returns_no_adapter_is_a_clear_error() -> None:
 async def test_inside_a_running_event_loop_the_kit_still_runs() -> None:
     report = cs.conformance(openai_factory, scenarios=["text"])
     assert report.ok and isinstance(report, cs.ConformanceReport)
-    again = await cs.run_conformance(openai_factory, scenarios=["echo"])
+    again = await conformance_kit.run_conformance(openai_factory, scenarios=["echo"])
     assert again.ok, again.summary()
     await asyncio.sleep(0)
 

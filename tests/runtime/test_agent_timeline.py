@@ -8,6 +8,7 @@ from typing import Any
 import chunkscope as cs
 from chunkscope.notebook import Timeline
 from chunkscope.notebook.timeline._view import derive
+from chunkscope.runtime import AgentResult
 
 from ._fakes import Call, FakeSleep, SequenceAdapter, llm_error, text_reply, tool_reply
 
@@ -116,7 +117,7 @@ async def test_show_draws_an_agent_run_and_returns_its_result(monkeypatch: Any) 
     shown: list[Any] = []
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
     result = await cs.show(agent_loop(RUN).run("go", model="m"))
-    assert isinstance(result, cs.AgentResult) and result.ok
+    assert isinstance(result, AgentResult) and result.ok
     (timeline,) = shown
     assert isinstance(timeline, Timeline) and timeline.agent_result is result
 

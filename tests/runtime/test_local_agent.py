@@ -10,6 +10,7 @@ import pytest
 import chunkscope as cs
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
 from chunkscope.protocol import AnyChunk, check
+from chunkscope.runtime import ChunkEvent, RetryScheduled
 
 from ._fakes import FakeSleep
 
@@ -68,7 +69,7 @@ async def test_a_tool_round_trip_checks_clean_chunk_by_chunk_with_the_usage_of_b
     for step in result.steps:
         assert check(step.result.chunks, profile="strict") == []
         assert step.result.violations == []
-    chunk_events = [e for e in events if isinstance(e, cs.ChunkEvent)]
+    chunk_events = [e for e in events if isinstance(e, ChunkEvent)]
     assert [e.chunk for e in chunk_events] == [c for s in result.steps for c in s.result.chunks]
     assert [(r["attempt"], r["final"]) for r in sink.rows] == [(1, True), (1, True)]
     assert all(r["result"].usage is not None for r in sink.rows)
@@ -88,7 +89,7 @@ async def test_a_429_on_the_first_attempt_is_retried_after_its_retry_after(provi
     (retry,) = result.retries
     assert (retry.step, retry.error.code, retry.error.status, retry.delay_ms) == (1, "RATE_LIMIT", 429, 2000)
     assert retry.error.request_id == "req-429"
-    assert [e for e in events if isinstance(e, cs.RetryScheduled)] == [retry]
+    assert [e for e in events if isinstance(e, RetryScheduled)] == [retry]
     assert len(result.steps[0].attempts) == 2 and result.steps[0].attempts[0].error is retry.error
     assert [(u.step, u.attempt, u.final) for u in result.usage] == [(1, 1, False), (1, 2, True), (2, 1, True)]
 
@@ -101,7 +102,7 @@ async def test_an_abort_mid_stream_over_http_ends_the_run_and_the_adapter_stays_
         run = cs.AgentLoop(adapter).run("hi", model="slow-tokens", signal=controller.signal)
         seen = 0
         async for event in run:
-            if isinstance(event, cs.ChunkEvent):
+            if isinstance(event, ChunkEvent):
                 seen += 1
                 if seen == 3:
                     controller.abort("stop")

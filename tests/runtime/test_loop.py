@@ -16,6 +16,7 @@ import pytest
 import chunkscope as cs
 from chunkscope.adapters import AbortController
 from chunkscope.protocol import LlmError
+from chunkscope.runtime import LoopEnd, ToolArgumentsError
 
 from ._fakes import Call, SequenceAdapter, llm_error, text_reply, tool_reply
 
@@ -234,7 +235,7 @@ async def test_hostile_arguments_are_an_error_result_not_a_crash() -> None:
     deep = "[" * 100_000  # json.loads would recurse past the stack limit
     huge = '{"city": "' + "x" * 1_100_000 + '"}'
     for arguments in (deep, huge, "[1, 2]", '"just a string"'):
-        with pytest.raises(cs.ToolArgumentsError):
+        with pytest.raises(ToolArgumentsError):
             get_weather.validate(arguments)
     # (a deep array through the whole loop trips the protocol checker's own RecursionError, reported
     # to the protocol owner; the tool side is what this test pins)
@@ -277,7 +278,7 @@ async def test_a_tool_raising_cancelled_error_is_a_tool_error_the_model_sees(is_
     loop = _one_tool_loop(async_cancel if is_async else sync_cancel)
     events = [e async for e in loop.run("hi", model="m")]
     end = events[-1]
-    assert isinstance(end, cs.LoopEnd) and end.result.outcome == "done" and end.result.text == "after"
+    assert isinstance(end, LoopEnd) and end.result.outcome == "done" and end.result.text == "after"
     outcome = end.result.tool_outcomes[0]
     assert outcome.is_error and outcome.content == "error: the tool raised CancelledError: gave up"
 
@@ -299,7 +300,7 @@ async def test_a_tool_raising_keyboard_interrupt_or_system_exit_ends_the_run_wit
         async for event in loop.run("hi", model="m"):
             events.append(event)
     end = events[-1]
-    assert isinstance(end, cs.LoopEnd) and end.result is loop.last_result
+    assert isinstance(end, LoopEnd) and end.result is loop.last_result
     assert end.result.outcome == "aborted" and end.result.error is not None
     assert end.result.error.code == "ABORTED" and kind.__name__ in end.result.error.message
     assert end.result.tool_outcomes[0].is_error and len(end.result.steps) == 1

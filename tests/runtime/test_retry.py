@@ -9,6 +9,7 @@ import pytest
 import chunkscope as cs
 from chunkscope.adapters import AbortController
 from chunkscope.protocol import LlmError
+from chunkscope.runtime import LoopEnd, OutputDiscarded, RetryScheduled
 
 from ._fakes import Call, FakeSleep, SequenceAdapter, llm_error, text_reply
 
@@ -34,7 +35,7 @@ async def test_a_429_with_retry_after_2_waits_2_seconds_then_succeeds() -> None:
     result = run.result
     assert result is not None and result.ok and result.text == "ok"
     assert sleep.waits == [2.0]
-    retry = next(e for e in events if isinstance(e, cs.RetryScheduled))
+    retry = next(e for e in events if isinstance(e, RetryScheduled))
     assert (retry.delay_ms, retry.error.code, retry.from_retry_after, retry.retry) == (
         2000,
         "RATE_LIMIT",
@@ -112,14 +113,14 @@ async def test_an_abort_during_a_backoff_wait_ends_at_once() -> None:
     async def consume() -> None:
         async for event in run:
             seen.append(event)
-            if isinstance(event, cs.RetryScheduled):
+            if isinstance(event, RetryScheduled):
                 asyncio.get_running_loop().call_soon(controller.abort, "stop")
 
     await asyncio.wait_for(consume(), 5)  # the wait itself would never end
     assert run.result is not None and run.result.aborted
-    retry = next(e for e in seen if isinstance(e, cs.RetryScheduled))
+    retry = next(e for e in seen if isinstance(e, RetryScheduled))
     assert blocking.waits == [pytest.approx(retry.delay_ms / 1000)]  # the one wait, cut short
-    assert isinstance(seen[-1], cs.LoopEnd)
+    assert isinstance(seen[-1], LoopEnd)
 
 
 async def test_no_retry_once_a_chunk_reached_the_consumer() -> None:
@@ -135,7 +136,7 @@ async def test_restart_after_output_is_opt_in_and_announces_the_discarded_output
     )
     run = loop.run("hi", model="m")
     events = [e async for e in run]
-    discarded = [e for e in events if isinstance(e, cs.OutputDiscarded)]
+    discarded = [e for e in events if isinstance(e, OutputDiscarded)]
     assert len(discarded) == 1 and discarded[0].chunks == 2
     assert run.result is not None and run.result.ok and run.result.text == "second"
 

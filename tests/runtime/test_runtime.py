@@ -11,6 +11,7 @@ import pytest
 import chunkscope as cs
 from chunkscope.adapters import GenerateOptions, ModelInfo, ReasoningEffort, ReasoningInfo
 from chunkscope.protocol import LlmError, check, collect
+from chunkscope.runtime import AdapterDefectError
 
 from ._fakes import Call, SequenceAdapter, llm_error, text_reply
 
@@ -149,7 +150,7 @@ async def test_a_plain_exception_from_an_adapter_is_unknown_flagged_as_a_defect_
     runtime.register_adapter("p", SequenceAdapter([Call(MID_STREAM, boom)]))
     result = await collect(runtime.stream(opts()))
     error = result.error
-    assert isinstance(error, cs.AdapterDefectError)
+    assert isinstance(error, AdapterDefectError)
     assert error.code == "UNKNOWN" and error.adapter_defect and error.cause is boom
     assert "SequenceAdapter raised KeyError" in error.message
     chunks = [c async for c in runtime.stream(opts(), failures="normalize")]
@@ -241,6 +242,6 @@ async def test_metadata_that_cannot_be_right_is_reported_as_an_adapter_defect() 
     runtime.register_adapter("dup", SequenceAdapter([], models=[ModelInfo("a"), ModelInfo("a")]))
     runtime.register_adapter("empty", SequenceAdapter([], models=[ModelInfo("")]))
     for provider, words in (("dup", "lists model id 'a' twice"), ("empty", "with an empty id")):
-        with pytest.raises(cs.AdapterDefectError) as info:
+        with pytest.raises(AdapterDefectError) as info:
             await runtime.list_models(provider)
         assert info.value.code == "UNKNOWN" and words in info.value.message

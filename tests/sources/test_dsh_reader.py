@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from chunkscope.protocol import (
     check,
 )
 from chunkscope.sources.dsh import DshLogError, read_dsh_session
+from chunkscope.usage import session_frame
 from dsh_examples import (
     EXAMPLE_5A,
     EXAMPLE_5B_AND_RETRY,
@@ -602,11 +605,55 @@ def test_last_line_without_newline_is_read(tmp_path: Path) -> None:
     assert session.turn_ends == {1: {"kind": "completed"}}
 
 
-def test_the_reader_is_on_the_top_level_face() -> None:
+def test_the_error_is_the_sources_layers_on_the_top_level_face_and_the_reader_the_usage_layers() -> None:
     import chunkscope as cs
+    from chunkscope import sources, usage
 
-    assert cs.read_dsh_session is read_dsh_session
-    assert cs.DshLogError is DshLogError
+    assert cs.DshLogError is DshLogError is sources.DshLogError
+    assert cs.read_dsh_session is usage.read_dsh_session
+
+
+def test_a_session_has_its_frame_from_the_reader_that_read_it_never_from_an_import(tmp_path: Path) -> None:
+    path = write(tmp_path / "session.jsonl", EXAMPLE_5A + EXAMPLE_5B_AND_RETRY)
+    code = (
+        "import sys\n"
+        "from chunkscope.sources import read_dsh_session\n"
+        f"plain = read_dsh_session({str(path)!r})\n"
+        "try:\n"
+        "    plain.to_frame()\n"
+        "except TypeError as exc:\n"
+        "    print('no frame:', exc)\n"
+        "import chunkscope as cs\n"
+        f"framed = cs.read_dsh_session({str(path)!r})\n"
+        "print(len(framed.to_frame()), len(framed.attempts))\n"
+        "try:\n"
+        "    plain.to_frame()\n"  # importing the usage layer changed nothing for the first session
+        "except TypeError:\n"
+        "    print('still none')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, counts, last = out.stdout.strip().splitlines()
+    assert first.startswith("no frame: DshSession.to_frame") and "cs.read_dsh_session" in first
+    rows, attempts = counts.split()
+    assert rows == attempts == "3"
+    assert last == "still none"
+
+
+def test_catching_the_session_log_error_needs_no_pandas(tmp_path: Path) -> None:
+    bad = write(tmp_path / "session.jsonl", "not json\n")
+    code = (
+        "import sys\n"
+        "sys.modules['pandas'] = sys.modules['numpy'] = None  # as a plain install: no usage extra\n"
+        "import chunkscope as cs\n"
+        "from chunkscope.sources import read_dsh_session\n"
+        "try:\n"
+        f"    read_dsh_session({str(bad)!r})\n"
+        "except cs.DshLogError as exc:\n"
+        "    print(type(exc).__name__, exc.code, sys.modules.get('pandas') is not None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["DshLogError", "json", "False"], out.stderr[-2000:]
 
 
 def test_empty_file_is_a_header_error(tmp_path: Path) -> None:
@@ -643,7 +690,7 @@ def test_mangled_logs_give_a_session_or_a_dsh_log_error(
         for attempt in session.attempts:
             result = attempt.result  # building every result never raises either
             assert result.profile == "dsh"
-        session.to_frame()
+        session_frame(session)
 
 
 @given(cut=st.integers(0, 4000))

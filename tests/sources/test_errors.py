@@ -23,7 +23,7 @@ def test_every_reader_error_is_a_source_error_and_a_value_error() -> None:
     for cls in (ChunkFileError, RecordingFileError, DshLogError, UnreadableSourceError):
         assert issubclass(cls, SourceError) and issubclass(cls, ValueError)
     assert issubclass(RecordingFileError, ChunkFileError)
-    assert cs.SourceError is SourceError and cs.ChunkFileError is ChunkFileError
+    assert cs.SourceError is SourceError and cs.DshLogError is DshLogError
 
 
 def test_the_module_docstring_draws_every_class_of_the_tree() -> None:

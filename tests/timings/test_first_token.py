@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 import chunkscope as cs
+from chunkscope.protocol import Timings
 from chunkscope.provider import SCENARIOS
 from chunkscope.tap import Tap
 
@@ -64,7 +65,7 @@ def _first(events: list[dict[str, Any]], field: str) -> int:
     return next(i for i, e in enumerate(events) if e["choices"] and e["choices"][0]["delta"].get(field))
 
 
-async def _stream(base_url: str, model: str) -> tuple[float, cs.Timings]:
+async def _stream(base_url: str, model: str) -> tuple[float, Timings]:
     """One stream through the adapter: its timer's start (monotonic seconds) and its timings."""
     starts: list[float] = []
 

@@ -13,7 +13,8 @@ import chunkscope as cs
 from chunkscope.adapters import GenerateOptions, OpenAICompatAdapter
 from chunkscope.protocol import LlmError
 from chunkscope.provider import LocalProvider
-from chunkscope.usage import UsageLog, batch, summary
+from chunkscope.runtime import batch
+from chunkscope.usage import UsageLog, summary
 
 
 class Gate:

@@ -11,7 +11,8 @@ import pytest
 from usage_helpers import text_chunks
 
 from chunkscope.adapters import GenerateOptions
-from chunkscope.usage import BatchProgressWarning, UsageLog, batch, partial_results
+from chunkscope.runtime import BatchProgressWarning, batch, partial_results
+from chunkscope.usage import UsageLog
 
 
 class Held:

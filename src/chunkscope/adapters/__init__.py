@@ -10,12 +10,14 @@ teaching, tests and bug reports; ``WrappingAdapter`` is the base of adapters tha
 wrap another and change only its stream. ``error_code`` is the one failure table
 (HTTP status + body → code); ``is_quota_exceeded`` and
 ``is_context_window_exceeded`` are its wording classifiers; ``turn_paused`` tells a
-finish that paused the turn (continue it) from one that ended it.
+finish that paused the turn (continue it) from one that ended it. For the layers that read
+a wire beside the adapters (the tap): ``Decoder`` / ``SseDecoder`` (a body's framing),
+``error_from_response`` (a non-2xx answer → ``LlmError``) and ``transport_error``.
 
 Layout: ``_base`` (vocabulary), ``_failures`` (classification, bounded and
 redacted messages), ``_http`` (credentials, URLs, client slot, headers),
 ``_core/`` (the shared SSE adapter core, by concern: credential, framing, guard,
-the adapter loop; ``_sse`` re-exports it), ``_blocks`` (the block writer every
+the adapter loop), ``_blocks`` (the block writer every
 translator writes its chunks through), ``wires`` (the wire table), ``_sent`` (a
 request body read back), ``_finish`` (wire finish reasons → registered codes, the
 same on every wire), one folder per wire — ``openai_compat/``, ``anthropic/``,
@@ -41,8 +43,15 @@ from ._base import (
     attribution_headers,
     user_agent,
 )
-from ._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES
-from ._failures import error_code, is_context_window_exceeded, is_quota_exceeded
+from ._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder
+from ._core.loop import Decoder
+from ._failures import (
+    error_code,
+    error_from_response,
+    is_context_window_exceeded,
+    is_quota_exceeded,
+    transport_error,
+)
 from ._finish import turn_paused
 from ._wrapping import WrappingAdapter
 
@@ -54,6 +63,7 @@ __all__ = [
     "AbortSignal",
     "AnthropicAdapter",
     "BedrockAdapter",
+    "Decoder",
     "GeminiAdapter",
     "GenerateOptions",
     "LlmAdapter",
@@ -65,12 +75,15 @@ __all__ = [
     "RecordingAdapter",
     "ReplayAdapter",
     "ScriptedAdapter",
+    "SseDecoder",
     "ToolSpec",
     "WrappingAdapter",
     "attribution_headers",
     "error_code",
+    "error_from_response",
     "is_context_window_exceeded",
     "is_quota_exceeded",
+    "transport_error",
     "turn_paused",
     "user_agent",
 ]

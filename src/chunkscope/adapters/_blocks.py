@@ -41,12 +41,12 @@ from chunkscope.protocol import (
     ToolCallDelta,
     Usage,
 )
-from chunkscope.protocol._chunks import (  # internal: chunk models without re-validation (hot path)
-    _new,
-    _set_dict,
-    _set_extra,
-    _set_fields_set,
-    _set_private,
+from chunkscope.protocol.shared import (  # chunk models without re-validation (hot path)
+    new_chunk,
+    set_dict,
+    set_extra,
+    set_fields,
+    set_private,
     trusted,
 )
 
@@ -79,11 +79,6 @@ _TEXTUAL: dict[str, tuple[type[TextDelta | ReasoningDelta], str, type[TextBlock 
 # path to inline (the call and its look-up measured 0.1 to 0.3 µs per event, up to a tenth of
 # the Responses floor's 2.8 µs): ``chunk = new_chunk(TextDelta); set_dict(chunk, fields);
 # set_fields(chunk, DELTA_FIELDS); set_extra(chunk, None); set_private(chunk, None)``.
-new_chunk: Final = _new
-set_dict: Final = _set_dict
-set_fields: Final = _set_fields_set
-set_extra: Final = _set_extra
-set_private: Final = _set_private
 DELTA_FIELDS: Final = set(TextDelta.model_fields)
 """The fields a text or reasoning delta sets (the same three: ``type``, ``index``, ``text``)."""
 assert set(ReasoningDelta.model_fields) == DELTA_FIELDS

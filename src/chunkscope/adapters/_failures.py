@@ -619,12 +619,19 @@ def google_rpc_error(error: Mapping[str, Any] | None, detail: str = "") -> tuple
     if status == "RESOURCE_EXHAUSTED":
         code = _exhausted_code(details, detail, delay)
     elif code == "INVALID_REQUEST":
-        reasons = [str(d.get("reason", "")) for d in details if _rpc_kind(d) == "ErrorInfo"]
-        if any(reason.startswith("API_KEY_") for reason in reasons):
-            code = "AUTH"
-        elif is_context_window_exceeded(detail) or _GOOGLE_CONTEXT.search(detail):
-            code = "CONTEXT_WINDOW_EXCEEDED"
+        code = _invalid_argument_code(details, detail)
     return code, delay
+
+
+def _invalid_argument_code(details: list[dict[str, Any]], detail: str) -> str:
+    """``AUTH`` for a bad key (an ``ErrorInfo`` reason ``API_KEY_*``), ``CONTEXT_WINDOW_EXCEEDED``
+    by its wording, else ``INVALID_REQUEST``."""
+    reasons = [str(d.get("reason", "")) for d in details if _rpc_kind(d) == "ErrorInfo"]
+    if any(reason.startswith("API_KEY_") for reason in reasons):
+        return "AUTH"
+    if is_context_window_exceeded(detail) or _GOOGLE_CONTEXT.search(detail):
+        return "CONTEXT_WINDOW_EXCEEDED"
+    return "INVALID_REQUEST"
 
 
 def _rpc_kind(detail: Mapping[str, Any]) -> str:
@@ -635,18 +642,26 @@ def _rpc_kind(detail: Mapping[str, Any]) -> str:
 def _exhausted_code(details: list[dict[str, Any]], detail: str, delay: int | None) -> str:
     """``QUOTA`` when retrying soon cannot help (a per-day quota, or quota wording and no retry
     delay), else ``RATE_LIMIT`` (per-minute quotas, Vertex's shared capacity)."""
-    for entry in details:
-        if _rpc_kind(entry) != "QuotaFailure" or not isinstance(entry.get("violations"), list):
-            continue
-        for violation in entry["violations"]:
-            if isinstance(violation, dict) and any(
-                isinstance(violation.get(k), str) and _PER_DAY.search(violation[k])
-                for k in ("quotaId", "quotaMetric", "description")
-            ):
-                return "QUOTA"
+    if any(_per_day(entry) for entry in details):
+        return "QUOTA"
     if delay is None and (is_quota_exceeded(detail) or _WIRE_QUOTA.search(detail)):
         return "QUOTA"
     return "RATE_LIMIT"
+
+
+def _per_day(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` is a ``QuotaFailure`` naming a per-day quota."""
+    violations = entry.get("violations")
+    if _rpc_kind(entry) != "QuotaFailure" or not isinstance(violations, list):
+        return False
+    return any(
+        isinstance(violation, dict)
+        and any(
+            isinstance(violation.get(k), str) and _PER_DAY.search(violation[k])
+            for k in ("quotaId", "quotaMetric", "description")
+        )
+        for violation in violations
+    )
 
 
 def _retry_delay(details: list[dict[str, Any]]) -> int | None:

@@ -1,7 +1,7 @@
 """HTTP plumbing every wire adapter shares: credentials, URLs, the client slot, headers.
 
 Failures are classified in ``_failures`` (one table); the stream guard and
-the SSE core live in ``_sse``.
+the adapter loop live in ``_core/``.
 """
 
 from __future__ import annotations
@@ -41,14 +41,7 @@ def resolve_api_key(api_key: str | None, env_var: str | tuple[str, ...] | None, 
     spaces). The key itself never appears in the message.
     """
     names = (env_var,) if isinstance(env_var, str) else (env_var or ())
-    raw = api_key
-    source = "the api_key argument"
-    if raw is None:
-        for name in names:
-            raw = os.environ.get(name)
-            source = f"the {name} environment variable"
-            if raw is not None and raw.strip():
-                break
+    raw, source = (api_key, "the api_key argument") if api_key is not None else _key_from_env(names)
     if raw is None or not raw.strip():
         where = f"pass api_key=... or set {' or '.join(names)}" if names else "pass api_key=..."
         raise LlmError(f"no API key for {label}: {where}", "MISSING_CREDENTIAL")
@@ -60,6 +53,18 @@ def resolve_api_key(api_key: str | None, env_var: str | tuple[str, ...] | None, 
             "INVALID_CREDENTIAL",
         )
     return key
+
+
+def _key_from_env(names: tuple[str, ...]) -> tuple[str | None, str]:
+    """The first of ``names`` set to a non-blank value (else the last one's value), and where it came from."""
+    raw: str | None = None
+    source = "the api_key argument"
+    for name in names:
+        raw = os.environ.get(name)
+        source = f"the {name} environment variable"
+        if raw is not None and raw.strip():
+            break
+    return raw, source
 
 
 def public_url(url: str) -> str:

@@ -16,8 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import IO, Any, cast
 
-from chunkscope.protocol._chunks import AnyChunk, LlmFailure
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import AnyChunk, LlmError, LlmFailure
 from chunkscope.sources.recording import (
     FORMAT_VERSION,
     Recording,

@@ -12,8 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, cast
 
-from chunkscope.protocol._chunks import AnyChunk, ChunkLike
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import AnyChunk, ChunkLike, LlmError
 from chunkscope.sources.recording import parse_or_keep
 
 from ._base import OPTIONAL_OPTIONS, AbortSignal, GenerateOptions, LlmAdapter, ModelInfo

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 PROFILE_CHOICES = ("strict", "dsh")
-"""``--profile`` choices: ``chunkscope.PROFILES``, spelled out so a parser needs no protocol import
+"""``--profile`` choices: ``chunkscope.protocol.PROFILES``, spelled out so a parser needs no protocol import
 (tests/cli pins the two equal)."""
 
 _PORTS = "(1-65535, or 0 for any free port)"
@@ -105,7 +105,7 @@ def existing_folder(path: Path, *, flag: str) -> Path:
 
 def plural(count: int, noun: str) -> str:
     """``count`` and ``noun`` in the right number ("1 file", "2 files"): the protocol's wording."""
-    from chunkscope.protocol._words import plural as counted  # here: `chunkscope --help` loads no layer
+    from chunkscope.protocol.shared import plural as counted  # here: `chunkscope --help` loads no layer
 
     return counted(count, noun)
 

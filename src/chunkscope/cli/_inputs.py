@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._args import CommandLineError
 
@@ -20,26 +20,13 @@ from ._args import CommandLineError
 # `chunkscope lab` stay as quick to start as they were before these subcommands.
 if TYPE_CHECKING:
     from chunkscope import StreamResult
-    from chunkscope.sources import ZSTD_MAGIC as ZSTD_MAGIC
-    from chunkscope.sources import LoadedStream as LoadedStream
+    from chunkscope.sources import LoadedStream
 
-__all__ = ["MAX_BYTES", "ZSTD_MAGIC", "LoadedStream", "analyze", "load_streams", "read_bounded"]
+__all__ = ["MAX_BYTES", "analyze", "load_streams", "read_bounded"]
 
 MAX_BYTES = 256 * 1024 * 1024
 """The most a file ``check``/``show``/``usage`` read (256 MiB, decompressed): a bigger one is refused,
 not half-read."""
-
-_FROM_SOURCES = frozenset({"LoadedStream", "ZSTD_MAGIC"})
-
-
-def __getattr__(name: str) -> Any:
-    # The sources layer's names, loaded on first use (see the note on imports above).
-    if name in _FROM_SOURCES:
-        from chunkscope import sources
-
-        return getattr(sources, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
     """Every recorded stream in ``path``, whatever its kind; ``CommandLineError`` if it cannot be read."""

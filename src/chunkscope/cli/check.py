@@ -84,7 +84,7 @@ def _violation_rows(result: StreamResult) -> list[str]:
 
 def _ending_lines(result: StreamResult) -> list[str]:
     """What the stream raised, and an error finish under no registered code."""
-    from chunkscope.protocol._errors import is_unmapped  # here: the command starts without the protocol
+    from chunkscope.protocol.shared import is_unmapped  # here: the command starts without the protocol
 
     lines = []
     if result.error is not None:
@@ -111,7 +111,7 @@ _UNMAPPED_MARK = " (unmapped: no code in cs.ERROR_CODES; a finish reason chunksc
 
 def _unmapped_finish_code(result: StreamResult) -> str | None:
     """The code of an error finish that stands under no registered code, else None."""
-    from chunkscope.protocol._errors import is_unmapped
+    from chunkscope.protocol.shared import is_unmapped
 
     failure = result.finish.failure if result.finish is not None else None
     if failure is None or not is_unmapped(failure.code):
@@ -122,7 +122,7 @@ def _unmapped_finish_code(result: StreamResult) -> str | None:
 def to_json(stream: LoadedStream, result: StreamResult, profile: str) -> dict[str, Any]:
     """One file's report as JSON-ready data: strict JSON (a NaN or Infinity read from the file,
     which JSON cannot carry, is reported as the string ``"NaN"``/``"Infinity"``)."""
-    from chunkscope.protocol._errors import is_unmapped
+    from chunkscope.protocol.shared import is_unmapped
 
     errors, warnings = _counts(result)
     report = {

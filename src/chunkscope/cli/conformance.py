@@ -31,10 +31,7 @@ def _run(
 ) -> ConformanceReport:
     """``target``'s report over ``cases`` (None: all); ``ConformanceError`` when it cannot run."""
     # Imported here: `chunkscope --help` and the other commands must not load the adapters.
-    from chunkscope.conformance_kit._errors import ConformanceError
-    from chunkscope.conformance_kit._run import case_names
-    from chunkscope.conformance_kit._target import load_factory
-    from chunkscope.conformance_kit._watch import conformance
+    from chunkscope.conformance_kit import ConformanceError, case_names, conformance, load_factory
 
     factory = load_factory(target)
     known = case_names(wire) if cases else []
@@ -54,7 +51,7 @@ def run_command(
     total_timeout: float = 300.0,
 ) -> int:
     """What ``chunkscope conformance`` does; returns the exit status."""
-    from chunkscope.conformance_kit._errors import ConformanceError
+    from chunkscope.conformance_kit import ConformanceError
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the caller's folder is importable

@@ -17,11 +17,13 @@ replays them at their original timing. Exit 2: a file that is not a recording.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import signal
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +98,49 @@ def run_tap(
     live: bool | None = None,
 ) -> int:
     """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port."""
+    tap = _started_tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
+    if tap is None:
+        return 2
+
+    live = sys.stdout.isatty() if live is None else live
+    shown = [0]  # how many finished calls are printed (kept when Ctrl-C ends the watch)
+    try:
+        with _sigterm_as_interrupt():
+            _watch(tap, record, live, shown)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tap.stop()  # open streams end; every call finishes and its recording is written
+        if usage:
+            tap.usage.to_parquet(usage)
+    if not live:
+        _print_done(tap, shown[0])  # the calls that ended since the last look, the aborted ones too
+    failed = sum(1 for call in tap.calls if call.error_code)
+    print(
+        f"chunkscope tap: {len(tap.calls)} calls, {failed} failed" + (f"; usage in {usage}" if usage else "")
+    )
+    return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the watch as Ctrl-C does (in the main thread, where a handler can be set)."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _started_tap(*, upstream: str, host: str, port: int, wire: str, record: str | None) -> Tap | None:
+    """The tap, listening; None once a bad value or port is reported (one line on stderr)."""
     from chunkscope.tap import Tap, TapExposedWarning
 
     with warnings.catch_warnings(record=True) as caught:
@@ -104,7 +149,7 @@ def run_tap(
             tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
         except ValueError as exc:
             print(f"chunkscope tap: {exc}", file=sys.stderr)
-            return 2
+            return None
     for warning in caught:
         print(f"chunkscope tap: WARNING: {warning.message}", file=sys.stderr, flush=True)
     # A full collection runs in whichever thread allocates and holds the GIL throughout: over the
@@ -118,45 +163,26 @@ def run_tap(
         print(
             f"chunkscope tap: --port {port}: cannot listen on {host}: {exc.strerror or exc}", file=sys.stderr
         )
-        return 2
+        return None
+    return tap
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
 
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+def _watch(tap: Tap, record: str | None, live: bool, shown: list[int]) -> None:
+    """Say where the tap listens, then show its calls until Ctrl-C: a live table, or a line per call."""
     stop = threading.Event()
-    live = sys.stdout.isatty() if live is None else live
-    shown = 0
-    try:
-        print(f"chunkscope tap on {tap.base_url} → {tap.upstream}", flush=True)
-        print("  point a client's base URL here (plus the path prefix it expects, e.g. /v1). Ctrl-C to stop.")
-        if record:
-            print(f"  recording every call into {record}", flush=True)
-        if live:
-            from rich.live import Live
+    print(f"chunkscope tap on {tap.base_url} → {tap.upstream}", flush=True)
+    print("  point a client's base URL here (plus the path prefix it expects, e.g. /v1). Ctrl-C to stop.")
+    if record:
+        print(f"  recording every call into {record}", flush=True)
+    if live:
+        from rich.live import Live
 
-            with Live(_table(tap), refresh_per_second=4) as screen:
-                while not stop.wait(0.25):
-                    screen.update(_table(tap))
-        else:
-            while not stop.wait(0.1):
-                shown = _print_done(tap, shown)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
-        tap.stop()  # open streams end; every call finishes and its recording is written
-        if usage:
-            tap.usage.to_parquet(usage)
-    if not live:
-        _print_done(tap, shown)  # the calls that ended since the last look, the aborted ones too
-    failed = sum(1 for call in tap.calls if call.error_code)
-    print(
-        f"chunkscope tap: {len(tap.calls)} calls, {failed} failed" + (f"; usage in {usage}" if usage else "")
-    )
-    return 0
+        with Live(_table(tap), refresh_per_second=4) as screen:
+            while not stop.wait(0.25):
+                screen.update(_table(tap))
+    else:
+        while not stop.wait(0.1):
+            shown[0] = _print_done(tap, shown[0])
 
 
 def run_replay(*, source: str, live: bool = False, screen: bool | None = None) -> int:

@@ -93,7 +93,7 @@ def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
         result.timings.chunk_times = list(times)
         ends = [*times, stream.error_t] if stream.error_t is not None else times
         result.timings.total_s = max(ends) if ends else 0.0
-    from chunkscope.usage._recordings import parse_started
+    from chunkscope.usage import parse_started
 
     result.timings.started_at = parse_started(stream.header.get("started"))
     log.record(
@@ -166,7 +166,7 @@ def _llm_logs(log: Any, path: str) -> bool:
     """Record ``path`` into ``log`` if it is a SQLite file (an llm logs.db); False when it is not one."""
     from chunkscope.sources import SourceError
     from chunkscope.sources.llm_logs import is_sqlite, read_llm_responses
-    from chunkscope.usage._llm_frame import record_llm_logs
+    from chunkscope.usage import record_llm_logs
 
     if not os.path.isfile(path):
         return False  # a pipe is read once, by load_streams (SQLite needs a real file anyway)

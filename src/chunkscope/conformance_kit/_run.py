@@ -26,7 +26,7 @@ from chunkscope._wires import WIRE_FACTS
 from chunkscope.adapters import OPTIONAL_OPTIONS, AbortController, GenerateOptions, attribution_headers
 from chunkscope.adapters.wires import WIRES
 from chunkscope.protocol import Checker, LlmError, StreamResult, Violation, collect
-from chunkscope.protocol._words import plural
+from chunkscope.protocol.shared import plural
 from chunkscope.provider import SCENARIOS, LocalProvider, ReceivedRequest, Scenario
 from chunkscope.provider.wires import PROVIDER_WIRES
 

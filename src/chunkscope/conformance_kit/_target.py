@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from chunkscope.protocol._words import type_phrase
+from chunkscope.protocol.shared import type_phrase
 
 from ._errors import ConformanceError
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chunkscope._wires import DEFAULT_WIRE
-from chunkscope.protocol._words import type_phrase
+from chunkscope.protocol.shared import type_phrase
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 from ._errors import ConformanceError

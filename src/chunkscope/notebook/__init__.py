@@ -7,8 +7,9 @@ What the widgets share (the static copy beside the view) is ``_base``.
 
 ``Timeline`` and ``show`` load ipywidgets/anywidget on first use; the HTML and
 plain-text reprs of ``LlmError``, violation lists and ``StreamResult`` need
-only the protocol layer and are registered with IPython (``enable()``) as
-soon as this package is imported.
+only the protocol layer and are registered with IPython (``enable()``, ``enable_grid()``) as
+soon as this package is imported — the first use of a notebook name (``cs.show``,
+``cs.Timeline``) or ``%load_ext chunkscope``; ``import chunkscope`` alone registers nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ._reprs import (
     result_html,
     violations_html,
 )
+from .conformance_grid._display import enable_grid
 from .timeline._state import state_from_result
 from .timeline._static_html import render_fragment, render_page
 from .usage_summary._static_html import usage_html, usage_state
@@ -41,6 +43,7 @@ __all__ = [
     "usage_state",
     "ViolationList",
     "enable",
+    "enable_grid",
     "error_html",
     "error_text",
     "violations_html",
@@ -77,8 +80,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .usage_summary._widget import UsageSummary
 
 enable()
-
-# conformance (issue 11): a displayed ConformanceReport becomes the interactive grid
-from .conformance_grid._display import enable_grid  # noqa: E402
-
-enable_grid()
+enable_grid()  # a displayed ConformanceReport becomes the interactive grid

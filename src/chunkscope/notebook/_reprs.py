@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from chunkscope.protocol import StreamResult, Violation
-from chunkscope.protocol._errors import ERROR_CODES, LlmError
+from chunkscope.protocol import ERROR_CODES, LlmError, StreamResult, Violation
 
 from ._shells import first_registration
 from .timeline._state import cause_lines, error_state, state_from_result

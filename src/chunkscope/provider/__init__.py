@@ -1,7 +1,7 @@
 """The local provider: a real loopback HTTP server with scripted replies and faults.
 
-``LocalProvider`` serves the DeepSeek/OpenAI chat completions wire and the
-Anthropic Messages wire on 127.0.0.1; the request's model name picks one of
+``LocalProvider`` serves every wire of the wire table (``WIRES``, from
+``chunkscope._wires``) on 127.0.0.1; the request's model name picks one of
 ``SCENARIOS`` (documented as one table in ``docs/scenarios.md``). It imports
 nothing from ``chunkscope.adapters``: it is the independent judge of them.
 

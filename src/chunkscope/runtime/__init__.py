@@ -1,10 +1,15 @@
-"""The runtime layer: adapter registry, checks before I/O, retries, and a tool-using agent loop.
+"""The runtime layer: adapter registry, checks before I/O, retries, a tool-using agent loop, and
+``batch`` (many calls at bounded concurrency).
 
-Imports only the protocol and adapters layers (DESIGN.md).
+Imports only the protocol and adapters layers (docs/architecture.md). What it warns::
+
+    RuntimeWarning
+     └── BatchProgressWarning    batch's progress callback raised: warned once, not called again
 """
 
 from __future__ import annotations
 
+from ._batch import BatchProgressWarning, batch, partial_results
 from ._failures import AdapterDefectError, failure_finish, normalize_failure
 from ._loop import (
     AgentEvent,
@@ -37,6 +42,7 @@ __all__ = [
     "AgentResult",
     "AgentRun",
     "AttemptUsage",
+    "BatchProgressWarning",
     "ChunkEvent",
     "LlmRuntime",
     "LoopEnd",
@@ -54,8 +60,10 @@ __all__ = [
     "ToolCallEvent",
     "ToolOutcome",
     "ToolResultEvent",
+    "batch",
     "failure_finish",
     "normalize_failure",
+    "partial_results",
     "prepare_call",
     "run_sync",
     "tool",

@@ -324,6 +324,25 @@ class AgentRunObserver(Protocol):
     def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None: ...
 
 
+class _SilentObserver:
+    """The observer of a run whose log hears nothing of runs and steps."""
+
+    def agent_run_started(self, run_id: str, *, provider: str, model: str) -> None:
+        pass
+
+    def agent_step_started(self, run_id: str, step: int) -> None:
+        pass
+
+    def agent_step_ended(self, run_id: str, step: int, *, error_code: str | None = None) -> None:
+        pass
+
+    def agent_run_ended(self, run_id: str, *, outcome: str, error_code: str | None = None) -> None:
+        pass
+
+
+_SILENT: AgentRunObserver = _SilentObserver()
+
+
 class _Clock:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -443,13 +462,11 @@ class AgentLoop:
         outcome: Outcome = "max_steps"
         error: LlmError | None = None
         fatal: list[BaseException] = []  # a tool's KeyboardInterrupt / SystemExit, re-raised after LoopEnd
-        observer = self.log if isinstance(self.log, AgentRunObserver) else None
-        if observer is not None:
-            observer.agent_run_started(run_id, provider=base.provider, model=base.model)
+        observer = self.log if isinstance(self.log, AgentRunObserver) else _SILENT
+        observer.agent_run_started(run_id, provider=base.provider, model=base.model)
         try:
             for step in range(1, self.max_steps + 1):
-                if observer is not None:
-                    observer.agent_step_started(run_id, step)
+                observer.agent_step_started(run_id, step)
                 yield StepStart(now(), step)
                 options = base.replace(messages=messages)
                 attempts: list[StreamResult] = []
@@ -460,57 +477,64 @@ class AgentLoop:
                 result = attempts[-1]
                 record = StepRecord(step, result, attempts)
                 steps.append(record)
-                failure = _failure_of(result)
-                if signal is not None and signal.aborted:
+                ended = self._ended_by(result, signal, base.provider)
+                if ended is not None:
                     yield self._step_end(observer, run_id, now(), step, result, attempts)
-                    outcome, error = "aborted", self._abort_error(base.provider, signal, failure)
+                    outcome, error = ended
                     break
-                if failure is not None:
-                    yield self._step_end(observer, run_id, now(), step, result, attempts)
-                    outcome = "aborted" if failure.code == "ABORTED" else "error"
-                    error = failure
-                    break
-                finish = result.finish
-                calls = result.tool_calls
-                if result.chunks and turn_paused(result.chunks[-1]):
+                if _paused(result):
                     # The provider paused a long turn (Anthropic pause_turn): sending the
                     # assistant message back continues it, as the next step.
                     messages.append(result.message())
                     yield self._step_end(observer, run_id, now(), step, result, attempts)
                     continue
-                if finish is None or finish.kind != "tool-calls" or not calls:
+                if not _wants_tools(result):
                     yield self._step_end(observer, run_id, now(), step, result, attempts)
                     outcome = "done"
                     break
                 messages.append(result.message())
                 ran = getattr(observer, "agent_tool_ran", None)
                 report = functools.partial(ran, run_id, step) if callable(ran) else None
-                async for tool_event in self._tools(calls, step, signal, now, record, fatal, report):
+                async for tool_event in self._tools(result.tool_calls, step, signal, now, record, fatal, report):
                     yield tool_event
                 yield self._step_end(observer, run_id, now(), step, result, attempts)
-                if fatal:
-                    stopped = f"a tool raised {type(fatal[0]).__name__}: the run stopped"
-                    outcome, error = "aborted", LlmError(stopped, "ABORTED")
-                    break
-                if signal is not None and signal.aborted:
-                    outcome, error = "aborted", self._abort_error(base.provider, signal, None)
+                stopped = self._stopped_by(fatal, signal, base.provider)
+                if stopped is not None:
+                    outcome, error = stopped
                     break
                 messages.append(Message(role="user", content=[o.block() for o in record.tools]))
-        except asyncio.CancelledError:
-            outcome, error = "aborted", LlmError("the task running the agent loop was cancelled", "ABORTED")
-            raise
-        except GeneratorExit:  # the consumer stopped iterating: the run ends where it was
-            outcome, error = "aborted", LlmError("the consumer stopped reading the agent run", "ABORTED")
+        except (asyncio.CancelledError, GeneratorExit) as exc:
+            # cancelled, or the consumer stopped iterating: the run ends where it was
+            outcome, error = "aborted", _stopped_error(exc)
             raise
         finally:
             final = AgentResult(outcome, steps, messages, usage, retries, error, now())
             self.last_result = final
-            if observer is not None:
-                code = error.code if error is not None else None
-                observer.agent_run_ended(run_id, outcome=outcome, error_code=code)
+            observer.agent_run_ended(run_id, outcome=outcome, error_code=_code_of(error))
         yield LoopEnd(now(), final)
         if fatal:
             raise fatal[0]  # Ctrl-C / sys.exit() in a tool still stops the program, after the result
+
+    def _ended_by(
+        self, result: StreamResult, signal: AbortSignal | None, provider: str
+    ) -> tuple[Outcome, LlmError] | None:
+        """How a step's result ends the run (aborted, or failed), or None when the run goes on."""
+        failure = _failure_of(result)
+        if signal is not None and signal.aborted:
+            return "aborted", self._abort_error(provider, signal, failure)
+        if failure is not None:
+            return ("aborted" if failure.code == "ABORTED" else "error"), failure
+        return None
+
+    def _stopped_by(
+        self, fatal: list[BaseException], signal: AbortSignal | None, provider: str
+    ) -> tuple[Outcome, LlmError] | None:
+        """How the run ends after a step's tools ran (a tool's Ctrl-C, an abort), or None."""
+        if fatal:
+            return "aborted", LlmError(f"a tool raised {type(fatal[0]).__name__}: the run stopped", "ABORTED")
+        if signal is not None and signal.aborted:
+            return "aborted", self._abort_error(provider, signal, None)
+        return None
 
     async def _attempts(
         self,
@@ -688,16 +712,14 @@ class AgentLoop:
 
     @staticmethod
     def _step_end(
-        observer: AgentRunObserver | None,
+        observer: AgentRunObserver,
         run_id: str,
         t: float,
         step: int,
         result: StreamResult,
         attempts: list[StreamResult],
     ) -> StepEnd:
-        if observer is not None:
-            failure = _failure_of(result)
-            observer.agent_step_ended(run_id, step, error_code=failure.code if failure is not None else None)
+        observer.agent_step_ended(run_id, step, error_code=_code_of(_failure_of(result)))
         return StepEnd(t, step, result, tuple(attempts))
 
     def _record(
@@ -730,6 +752,28 @@ def _render(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def _stopped_error(exc: BaseException) -> LlmError:
+    """The ``ABORTED`` error of a run its task's cancellation or its consumer stopped."""
+    if isinstance(exc, GeneratorExit):
+        return LlmError("the consumer stopped reading the agent run", "ABORTED")
+    return LlmError("the task running the agent loop was cancelled", "ABORTED")
+
+
+def _code_of(error: LlmError | None) -> str | None:
+    return error.code if error is not None else None
+
+
+def _paused(result: StreamResult) -> bool:
+    """The provider paused the turn (it goes on when the assistant message is sent back)."""
+    return bool(result.chunks) and turn_paused(result.chunks[-1])
+
+
+def _wants_tools(result: StreamResult) -> bool:
+    """The step finished asking for tool calls, and made some."""
+    finish = result.finish
+    return finish is not None and finish.kind == "tool-calls" and bool(result.tool_calls)
 
 
 def _failure_of(result: StreamResult) -> LlmError | None:

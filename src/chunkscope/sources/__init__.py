@@ -7,7 +7,8 @@
   ``DshLogWriter`` (``dsh/``);
 * format detection by first bytes (``_detect``) and ``load_streams(path)``,
   the one entry point the command line and the usage frames read through;
-* the one strict JSON reader (``_json``) and one error family, ``SourceError``
+* the one strict JSON reader (``_json``: ``strict_loads``, and ``json_line`` its writer)
+  and one error family, ``SourceError``
   (``_errors``, whose docstring draws the tree).
 
 Imports only the protocol layer (and zstandard, lazily, for zstd logs).
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from ._detect import CHUNK_TYPES, ZSTD_MAGIC, detect_kind
 from ._errors import ChunkFileError, DshLogError, RecordingFileError, SourceError, UnreadableSourceError
-from ._json import MAX_LINE_BYTES
+from ._json import MAX_LINE_BYTES, json_line, strict_loads
 from ._load import MAX_BYTES, LoadedStream, load_streams
 from .chunk_log import read_chunks, write_chunks
 from .dsh import (
@@ -51,8 +52,10 @@ __all__ = [
     "UnreadableSourceError",
     "detect_kind",
     "iter_dsh_paths",
+    "json_line",
     "load_streams",
     "read_chunks",
     "read_dsh_session",
+    "strict_loads",
     "write_chunks",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from chunkscope.protocol._chunks import CHUNK_TYPES as _CHUNK_MODELS
+from chunkscope.protocol import CHUNK_TYPES as _CHUNK_MODELS
 
 from .dsh._lines import ZSTD_MAGIC
 from .llm_logs import SQLITE_MAGIC, is_sqlite

@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from chunkscope.protocol._chunks import LlmFailure
-from chunkscope.protocol._errors import LlmError
+from chunkscope.protocol import LlmError, LlmFailure
 
 from ._detect import detect_kind, is_sqlite, is_zstd
 from ._errors import DshLogError, UnreadableSourceError

@@ -16,7 +16,8 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from chunkscope.protocol._chunks import AnyChunk, ChunkLike, chunk_to_dict, describe_invalid, parse_chunk
+from chunkscope.protocol import AnyChunk, ChunkLike, chunk_to_dict, parse_chunk
+from chunkscope.protocol.shared import describe_invalid
 
 from ._errors import ChunkFileError
 from ._json import MAX_LINE_BYTES, json_line, json_lines

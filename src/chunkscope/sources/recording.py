@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from chunkscope.protocol._chunks import AnyChunk, LlmFailure, parse_chunk
+from chunkscope.protocol import AnyChunk, LlmFailure, parse_chunk
 
 from ._errors import RecordingFileError
 from ._json import json_line, json_lines

@@ -32,6 +32,14 @@ class ProtocolFault(Exception):
     """The upstream's bytes are not HTTP/1.1 as RFC 9112 frames it."""
 
 
+def _coded_body(codings: bytes) -> Body:
+    """The framing a ``Transfer-Encoding`` list gives: chunked when chunked is the last coding,
+    else a body whose length only the close tells."""
+    if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
+        return Body("close")
+    return Body("chunked")
+
+
 class Head:
     """Collects one response head (skipping 1xx heads); ``feed`` → the rest of the read, or None."""
 
@@ -79,9 +87,7 @@ class Head:
         headers = response.headers
         codings = b",".join(v for n, v in headers if n == b"transfer-encoding").lower()
         if codings:
-            if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
-                return Body("close")  # a body whose length only the close tells
-            return Body("chunked")
+            return _coded_body(codings)
         lengths = [v for n, v in headers if n == b"content-length"]
         if lengths:
             return Body("length", int(lengths[0]))  # h11 checked it is one valid number
@@ -159,23 +165,28 @@ class Body:
             line = self._line + data[at:line_end] if self._line else data[at:line_end]
             self._line = b""
             at = line_end + 1
-            line = line.rstrip(b"\r")
-            if state == 0:
-                try:
-                    self.left = int(line.partition(b";")[0].strip(), 16)
-                except ValueError:
-                    raise ProtocolFault(f"a bad chunk size line {line[:40]!r}") from None
-                if self.left < 0:
-                    raise ProtocolFault("a negative chunk size")
-                self._state = 1 if self.left else 3
-            elif state == 2:
-                if line:
-                    raise ProtocolFault("chunk data longer than its size")
-                self._state = 0
-            elif not line:  # state 3: the blank line after the trailers ends the body
+            if self._ends_at(state, line.rstrip(b"\r")):
                 self.done = True
                 self.extra = data[at:]
                 break
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
+
+    def _ends_at(self, state: int, line: bytes) -> bool:
+        """Take one chunk-size, CRLF or trailer line; True for the blank line that ends the body."""
+        if state == 0:
+            try:
+                self.left = int(line.partition(b";")[0].strip(), 16)
+            except ValueError:
+                raise ProtocolFault(f"a bad chunk size line {line[:40]!r}") from None
+            if self.left < 0:
+                raise ProtocolFault("a negative chunk size")
+            self._state = 1 if self.left else 3
+            return False
+        if state == 2:
+            if line:
+                raise ProtocolFault("chunk data longer than its size")
+            self._state = 0
+            return False
+        return not line  # state 3: trailer lines until a blank one

@@ -294,15 +294,53 @@ class _Upstream(asyncio.Protocol):
             return
         self.exchange = None
         if not exchange.forwarded:
-            if self.served and not exchange.retried and not client.closed:
-                exchange.retried = True  # a kept-alive connection the upstream closed meanwhile: once more
-                client.connect(exchange)
-                return
-            error = exchange.failure(_gone(exc, "the upstream closed the connection without a response"))
-            client.unreachable(exchange, error)
+            self._lost_before_response(exchange, exc)
             return
         exchange.end(exchange.failure(_gone(exc, "the upstream closed the connection mid-response")))
         client.drop()  # the client sees the drop the upstream made, after every byte before it
+
+    def _lost_before_response(self, exchange: _Exchange, exc: Exception | None) -> None:
+        client = self.client
+        if self.served and not exchange.retried and not client.closed:
+            exchange.retried = True  # a kept-alive connection the upstream closed meanwhile: once more
+            client.connect(exchange)
+            return
+        error = exchange.failure(_gone(exc, "the upstream closed the connection without a response"))
+        client.unreachable(exchange, error)
+
+
+def _checked(upstream: str, port: int, max_request_bytes: int, keep_calls: int) -> httpx.URL:
+    """``Tap``'s upstream as a URL, its arguments checked (``ValueError`` naming one it cannot use)."""
+    url = httpx.URL(upstream)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(f"upstream must be an http:// or https:// URL, not {upstream!r}")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be 0..65535, not {port}")
+    if max_request_bytes < 1 or keep_calls < 1:
+        raise ValueError("max_request_bytes and keep_calls must be positive")
+    return url
+
+
+def _refusal(request: h11.Request, max_request_bytes: int) -> tuple[int, str] | None:
+    """The status and reason the tap answers a request it will not forward with; None to forward it."""
+    if request.method == b"CONNECT" or not request.target.startswith(b"/"):
+        # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
+        return 400, "the tap is a reverse proxy for one upstream: send origin-form paths"
+    length = next((v for n, v in request.headers if n == b"content-length"), None)
+    if length is not None and length.isdigit() and int(length) > max_request_bytes:
+        return 413, f"request body over {max_request_bytes} bytes"
+    return None
+
+
+def _keeps_alive(request: h11.Request) -> bool:
+    """Whether the client keeps its connection after this request (HTTP/1.1 without ``close``)."""
+    tokens = {
+        token.strip().lower()
+        for name, value in request.headers
+        if name == b"connection"
+        for token in value.split(b",")
+    }
+    return request.http_version == b"1.1" and b"close" not in tokens
 
 
 class _Client(asyncio.Protocol):
@@ -393,21 +431,11 @@ class _Client(asyncio.Protocol):
     def _head(self, request: h11.Request) -> bool:
         self.started = now()
         self.started_at = time.time()
-        if request.method == b"CONNECT" or not request.target.startswith(b"/"):
-            # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
-            self._refuse(400, "the tap is a reverse proxy for one upstream: send origin-form paths")
+        refusal = _refusal(request, self.tap.max_request_bytes)
+        if refusal is not None:
+            self._refuse(*refusal)
             return False
-        length = next((v for n, v in request.headers if n == b"content-length"), None)
-        if length is not None and length.isdigit() and int(length) > self.tap.max_request_bytes:
-            self._refuse(413, f"request body over {self.tap.max_request_bytes} bytes")
-            return False
-        tokens = {
-            token.strip().lower()
-            for name, value in request.headers
-            if name == b"connection"
-            for token in value.split(b",")
-        }
-        self.keep_alive = request.http_version == b"1.1" and b"close" not in tokens
+        self.keep_alive = _keeps_alive(request)
         self.request = request
         if self.h11.they_are_waiting_for_100_continue:
             assert self.transport is not None
@@ -558,13 +586,7 @@ class Tap:
         verify: bool | ssl.SSLContext = True,
         keep_calls: int = 1000,
     ) -> None:
-        url = httpx.URL(upstream)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(f"upstream must be an http:// or https:// URL, not {upstream!r}")
-        if not 0 <= port <= 65535:
-            raise ValueError(f"port must be 0..65535, not {port}")
-        if max_request_bytes < 1 or keep_calls < 1:
-            raise ValueError("max_request_bytes and keep_calls must be positive")
+        url = _checked(upstream, port, max_request_bytes, keep_calls)
         self.keep_calls = keep_calls
         self.upstream = url.copy_with(query=None, fragment=None)
         self._prefix = self.upstream.raw_path.rstrip(b"/")

@@ -84,20 +84,25 @@ def secrets_of(headers: Iterable[tuple[str, str]], query: str = "") -> tuple[str
     """Every secret value a request carries (whole header values and their token parts), longest first."""
     found: set[str] = set()
     for name, value in headers:
-        if not is_credential(name):
-            continue
-        found.add(value.strip())
-        _, _, token = value.strip().partition(" ")
-        if token:
-            found.add(token.strip())
-        for part in value.replace(",", ";").split(";"):  # cookie pairs, SigV4's Credential=/Signature=
-            _, eq, item = part.strip().partition("=")
-            if eq and item:
-                found.add(item.strip())
+        if is_credential(name):
+            found.update(_header_secrets(value))
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name.lower() in _CREDENTIAL_PARAMS:
             found.add(value)
     return tuple(sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True))
+
+
+def _header_secrets(value: str) -> set[str]:
+    """A credential header's value whole, its token after the scheme, and each ``name=value`` part's value."""
+    found = {value.strip()}
+    _, _, token = value.strip().partition(" ")
+    if token:
+        found.add(token.strip())
+    for part in value.replace(",", ";").split(";"):  # cookie pairs, SigV4's Credential=/Signature=
+        _, eq, item = part.strip().partition("=")
+        if eq and item:
+            found.add(item.strip())
+    return found
 
 
 class ByteMask:

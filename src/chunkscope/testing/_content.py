@@ -12,7 +12,7 @@ import json
 
 from hypothesis import strategies as st
 
-from ..protocol._chunks import LlmFailure, TokenUsage
+from chunkscope.protocol import LlmFailure, TokenUsage
 
 __all__ = ["arguments", "failures", "names", "split", "texts", "usages"]
 

@@ -17,8 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ..protocol import PROFILES, RULES
-from ..protocol._chunks import (
+from chunkscope.protocol import (
     AnyBlock,
     AnyChunk,
     BlockEnd,
@@ -33,6 +32,8 @@ from ..protocol._chunks import (
     Usage,
     parse_chunk,
 )
+
+from ..protocol import PROFILES, RULES
 from ._content import texts
 from ._valid import BLOCK_KINDS, FAILING, OK_KINDS, GeneratedStream, streams
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..protocol import PROFILES
-from ..protocol._chunks import (
+from chunkscope.protocol import (
     AnyBlock,
     AnyChunk,
     BlockEnd,
@@ -31,6 +30,8 @@ from ..protocol._chunks import (
     ToolCallDelta,
     Usage,
 )
+
+from ..protocol import PROFILES
 from ._content import arguments, failures, names, split, texts, usages
 
 __all__ = ["ALL_KINDS", "BLOCK_KINDS", "FAILING", "OK_KINDS", "GeneratedStream", "streams", "valid_streams"]

@@ -2,8 +2,8 @@
 
 Imports pandas (and pyarrow/matplotlib where needed): install the ``usage``
 extra. The protocol and adapters layers never import this package. Session
-logs are read by ``chunkscope.sources`` (re-exported here); importing this
-package binds their frame projection, ``DshSession.to_frame``.
+logs are read by ``chunkscope.sources`` (its names re-exported here); this layer's
+``read_dsh_session`` gives its sessions their frame (``DshSession.to_frame``).
 
 What the layer raises and warns (session logs raise ``cs.SourceError``'s ``DshLogError``)::
 
@@ -11,8 +11,9 @@ What the layer raises and warns (session logs raise ``cs.SourceError``'s ``DshLo
      └── UsageSchemaError        a file read as a usage frame whose columns are not one (.column)
     UserWarning
      └── UnpricedModelWarning    a priced log met a model its PriceTable has no price for
-    RuntimeWarning
-     └── BatchProgressWarning    batch's progress callback raised: warned once, not called again
+
+``batch`` moved to the runtime layer (``chunkscope.runtime.batch``, still ``cs.batch``); its old
+path here warns.
 """
 
 from __future__ import annotations
@@ -31,11 +32,8 @@ from chunkscope.sources.dsh import (
     DshProblem,
     DshSession,
     DshStep,
-    bind_frame,
-    read_dsh_session,
 )
 
-from ._batch import BatchProgressWarning, batch, partial_results
 from ._convert import (
     OTEL_ATTRIBUTES,
     inclusive_input,
@@ -44,20 +42,17 @@ from ._convert import (
     to_otel_attributes,
     to_otel_columns,
 )
-from ._dask import read_dsh_sessions, read_parquet_dask
-from ._dsh_frame import session_frame
-from ._llm_frame import read_llm_logs
+from ._dask import read_parquet_dask
+from ._dsh_frame import read_dsh_session, read_dsh_sessions, session_frame
+from ._llm_frame import read_llm_logs, record_llm_logs
 from ._log import LoggedAdapter, UsageLog
 from ._parquet import ParquetSink, read_parquet, to_parquet
 from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
-from ._recordings import read_recordings
+from ._recordings import parse_started, read_recordings
 from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
-
-# The session-log reader (sources) needs no pandas; its usage frame is this layer's.
-bind_frame(session_frame)
 
 if TYPE_CHECKING:
     from ._otel import OtelSink, otel_sink, to_otel
@@ -76,9 +71,6 @@ __all__ = [
     "to_inclusive",
     "to_disjoint",
     "OTEL_ATTRIBUTES",
-    "batch",
-    "BatchProgressWarning",
-    "partial_results",
     "to_parquet",
     "read_recordings",
     "read_parquet",
@@ -110,15 +102,32 @@ __all__ = [
     "DshStep",
     "read_dsh_session",
     "read_dsh_sessions",
+    "session_frame",
     "read_parquet_dask",
     # the llm CLI's logs.db (issue 18)
     "read_llm_logs",
+    "record_llm_logs",
+    # a recording header's start time, as the command line's usage frames read it
+    "parse_started",
 ]
 
 _OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})
+_MOVED_TO_RUNTIME = frozenset({"batch", "BatchProgressWarning", "partial_results"})
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_RUNTIME:
+        import warnings
+
+        warnings.warn(
+            f"chunkscope.usage.{name} is deprecated: use chunkscope.runtime.{name} "
+            f"(from chunkscope.runtime import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        import chunkscope.runtime as runtime
+
+        return getattr(runtime, name)
     # The OpenTelemetry names load on first use: the rest of the usage layer works without the extra.
     if name not in _OTEL_NAMES:
         raise AttributeError(f"module 'chunkscope.usage' has no attribute {name!r}")

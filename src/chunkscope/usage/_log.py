@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow as pa
 
 from chunkscope.adapters import GenerateOptions, LlmAdapter, WrappingAdapter
-from chunkscope.protocol import LlmError, StreamResult, Timings, collect
-from chunkscope.protocol._clock import current_marks
-from chunkscope.sources._json import json_line
+from chunkscope.protocol import LlmError, StreamResult, Timings, TokenUsage, collect
+from chunkscope.protocol.shared import current_marks
+from chunkscope.sources import json_line
 
 from ._prices import as_price_table
 from ._schema import (
@@ -194,11 +194,7 @@ class UsageLog:
         started, ttfc, duration = _timing_values(timings)
         firsts = _first_values(timings)
         tag_text = _tags_json(tags)
-        quote = (
-            self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
-            if self.prices is not None
-            else None
-        )
+        quote = self._quote(provider, model, usage, started)
         # Every value is converted above; below, each append takes a value its column holds, so a
         # row goes in whole. Should one still fail (memory), the columns are cut back to the rows
         # before it: never half a row, never the next record glued to one.
@@ -213,17 +209,12 @@ class UsageLog:
                 self._tags.codes.append(self._tags.code(tag_text))
                 self._started.append(started)
                 self._ttfc.append(ttfc)
-                for name, seconds in zip(FIRST_COLUMNS, firsts, strict=True):
-                    self._firsts[name].append(seconds)
                 self._duration.append(duration)
-                for name, value in zip(_COUNT_NAMES, counts, strict=True):
-                    self._counts[name].append(_MISSING if value is None else value)
+                self._append_series(firsts, counts, block_counts)
                 self._finish.codes.append(self._finish.code(finish))
                 self._error.codes.append(self._error.code(error_code))
                 self._phase.codes.append(self._phase.code(phase))
                 self._source.codes.append(self._source.code(source))
-                for kind, count in block_counts.items():
-                    self._blocks[kind].append(count)
                 self._chunks.append(len(result.chunks))
                 self._violations.append(errors)
                 self._warnings.append(len(result.violations) - errors)
@@ -239,6 +230,24 @@ class UsageLog:
         for listener in listeners:
             listener(self)
         return call_id
+
+    def _quote(
+        self, provider: str, model: str, usage: TokenUsage | None, started: float
+    ) -> tuple[float, str] | None:
+        if self.prices is None:
+            return None
+        return self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
+
+    def _append_series(
+        self, firsts: Sequence[float], counts: tuple[int | None, ...], blocks: Mapping[str, int]
+    ) -> None:
+        # The row's values of the column groups (first times, counts, blocks), inside record's lock.
+        for name, seconds in zip(FIRST_COLUMNS, firsts, strict=True):
+            self._firsts[name].append(seconds)
+        for name, value in zip(_COUNT_NAMES, counts, strict=True):
+            self._counts[name].append(_MISSING if value is None else value)
+        for kind, count in blocks.items():
+            self._blocks[kind].append(count)
 
     def _truncate(self, n: int) -> None:
         """Cut every column back to its first ``n`` rows (under the lock)."""
@@ -409,11 +418,7 @@ def _add_totals(
     if final:
         totals["calls"] += 1
     if error_code is not None:
-        totals["errors"] += 1
-        if final:
-            totals["failed_calls"] += 1
-        by_code = totals["errors_by_code"]
-        by_code[error_code] = by_code.get(error_code, 0) + 1
+        _add_error(totals, final, error_code)
     for name, value in zip(_COUNT_NAMES, counts, strict=True):
         if value is not None:
             totals[name] += value
@@ -422,6 +427,14 @@ def _add_totals(
     if counts[0] is not None:
         totals["billed_input_tokens"] += counts[0] + (counts[2] or 0) + (counts[3] or 0)
     _add_cost(totals, quote, counts[0] is not None)
+
+
+def _add_error(totals: dict[str, Any], final: bool, error_code: str) -> None:
+    totals["errors"] += 1
+    if final:
+        totals["failed_calls"] += 1
+    by_code = totals["errors_by_code"]
+    by_code[error_code] = by_code.get(error_code, 0) + 1
 
 
 def _add_cost(totals: dict[str, Any], quote: tuple[float, str] | None, has_usage: bool) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from chunkscope.protocol._words import plural
+from chunkscope.protocol.shared import plural
 
 __all__ = ["KIND_COLORS", "plot_usage", "tokens_per_call"]
 

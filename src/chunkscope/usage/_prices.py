@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from chunkscope.protocol import TokenUsage
-from chunkscope.sources._json import strict_loads as strict_json_loads
+from chunkscope.sources import strict_loads as strict_json_loads
 
 from ._genai_prices import GenaiPrices
 from ._price import MAX_PRICE, Price, as_decimal

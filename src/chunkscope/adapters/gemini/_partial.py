@@ -120,17 +120,7 @@ class ArgumentText:
             self.started = True
             self.levels.append(_Level(array=False))
             out.append("{")
-        containers = path[:-1]
-        common = 0
-        while (
-            common < len(self.opened)
-            and common < len(containers)
-            and self.opened[common] == containers[common]
-        ):
-            common += 1
-        while len(self.opened) > common:
-            self.opened.pop()
-            out.append("]" if self.levels.pop().array else "}")
+        common = self._close_beyond(path[:-1], out)
         for depth in range(common, len(path)):
             segment = path[depth]
             self._member(self.levels[-1], segment, path, out)
@@ -145,6 +135,20 @@ class ArgumentText:
         else:
             out.append(_dump(value))
         return "".join(out)
+
+    def _close_beyond(self, containers: tuple[Segment, ...], out: list[str]) -> int:
+        """Close the open containers ``containers`` does not share; how many it does share."""
+        common = 0
+        while (
+            common < len(self.opened)
+            and common < len(containers)
+            and self.opened[common] == containers[common]
+        ):
+            common += 1
+        while len(self.opened) > common:
+            self.opened.pop()
+            out.append("]" if self.levels.pop().array else "}")
+        return common
 
     @staticmethod
     def _member(level: _Level, segment: Segment, path: tuple[Segment, ...], out: list[str]) -> None:

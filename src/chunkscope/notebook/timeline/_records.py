@@ -34,12 +34,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chunkscope.protocol._chunks import (
-    AnyChunk,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallDelta,
-)
+from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = ["Record", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
 

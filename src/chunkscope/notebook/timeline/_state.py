@@ -10,9 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from chunkscope.protocol import StreamResult, Violation
-from chunkscope.protocol._chunks import parse_chunk
-from chunkscope.protocol._errors import LlmError, error_chain
+from chunkscope.protocol import LlmError, StreamResult, Violation, error_chain, parse_chunk
 
 from ._records import Record, encode_chunk, encode_raw, encode_violation
 from ._view import STATE_VERSION

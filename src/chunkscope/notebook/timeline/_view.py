@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chunkscope.protocol._errors import is_unmapped
+from chunkscope.protocol.shared import is_unmapped
 
 from ._records import decode_record
 

@@ -50,6 +50,7 @@ import traitlets
 
 from chunkscope.protocol import (
     CHUNK_TYPES,
+    ERROR_CODES,
     ChunkLike,
     LlmError,
     StreamInspector,
@@ -58,8 +59,7 @@ from chunkscope.protocol import (
     UsageSink,
     Violation,
 )
-from chunkscope.protocol._clock import marking
-from chunkscope.protocol._errors import ERROR_CODES, FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY
+from chunkscope.protocol.shared import FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY, marking
 from chunkscope.runtime import (
     AgentResult,
     AgentRun,
@@ -210,10 +210,8 @@ class Timeline(StaticCopyWidget):
                     times.append(t)
                     seen = len(violations)
                     add(raw)
-                    chunk = kept[-1]  # the parsed chunk, or the input as it came if it is no chunk
-                    ms = _ms(t)
-                    is_chunk = type(chunk) in _CHUNK_MODELS
-                    record = encode_chunk(chunk, ms) if is_chunk else encode_raw(chunk, ms)
+                    # the parsed chunk, or the input as it came if it is no chunk
+                    record = _encode(kept[-1], _ms(t))
                     self._add(record, violations[seen:] if len(violations) > seen else (), now)
             except LlmError as exc:  # the stream's failure is a result, not a crash
                 error = exc
@@ -228,7 +226,7 @@ class Timeline(StaticCopyWidget):
                     partial.timings = Timings.of_arrivals(
                         times, total_s=clock() - start, started_at=started_at, chunks=kept, marks=marks
                     )
-                    sink[0].record(partial, provider=sink[1], model=sink[2], tags=sink[3])
+                    _record_into(sink, partial)
                 raise
             finally:
                 if not completed:
@@ -241,7 +239,7 @@ class Timeline(StaticCopyWidget):
         )
         self._finish(result.timings.total_s, error, result)
         if sink is not None:
-            sink[0].record(result, provider=sink[1], model=sink[2], tags=sink[3])
+            _record_into(sink, result)
         return result
 
     async def consume_run(self, run: AgentRun) -> AgentResult:
@@ -275,18 +273,11 @@ class Timeline(StaticCopyWidget):
                 found: list[Violation] = []
                 if isinstance(event, ChunkEvent):
                     starts.setdefault((event.step, event.attempt), len(self._records))
-                    chunk = event.chunk
-                    known = type(chunk) in _CHUNK_MODELS
-                    record = encode_chunk(chunk, ms) if known else encode_raw(chunk, ms)
+                    record = _encode(event.chunk, ms)
                 else:
                     record = [ms, "a", _agent_record(event)]
                     if isinstance(event, StepEnd):
-                        end_at = len(self._records)
-                        for n, attempt in enumerate(event.attempts, 1):
-                            offset = starts.get((event.step, n), end_at)
-                            for v in attempt.violations:
-                                at = end_at if v.position is None else offset + v.position
-                                found.append(Violation(v.rule, v.severity, at, v.chunk, v.message))
+                        found = _step_violations(event, starts, len(self._records))
                     if isinstance(event, LoopEnd):
                         outcome = event.result
                 self._add(record, found, now)
@@ -523,6 +514,28 @@ async def show(
     if isinstance(stream, AgentRun):
         return await timeline.consume_run(stream)
     return await timeline.consume(stream, log=log, provider=provider, model=model, tags=tags)
+
+
+def _encode(chunk: Any, ms: float) -> Record:
+    """A chunk's record (a chunk model), or the record of an input that is no chunk, as it came."""
+    return encode_chunk(chunk, ms) if type(chunk) in _CHUNK_MODELS else encode_raw(chunk, ms)
+
+
+def _record_into(sink: tuple[UsageSink, str, str, Mapping[str, str] | None], result: StreamResult) -> None:
+    log, provider, model, tags = sink
+    log.record(result, provider=provider, model=model, tags=tags)
+
+
+def _step_violations(event: StepEnd, starts: Mapping[tuple[int, int], int], end_at: int) -> list[Violation]:
+    """A finished step's violations, placed at their chunks' records (an attempt's chunks begin
+    at its first record; an end-of-stream violation sits at the step's end)."""
+    found = []
+    for n, attempt in enumerate(event.attempts, 1):
+        offset = starts.get((event.step, n), end_at)
+        for v in attempt.violations:
+            at = end_at if v.position is None else offset + v.position
+            found.append(Violation(v.rule, v.severity, at, v.chunk, v.message))
+    return found
 
 
 def _agent_record(event: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The local provider's wires: one module per wire, joined to the neutral wire table.
 
-Each module (``openai``, ``anthropic``, ``responses``) renders a neutral script in its wire's shapes and
-says how its errors look; ``PROVIDER_WIRES`` joins it to its row of ``chunkscope._wires``
+Each module (one per row of ``chunkscope._wires.WIRE_FACTS``) renders a neutral script in its
+wire's shapes and says how its errors look; ``PROVIDER_WIRES`` joins it to its row of ``chunkscope._wires``
 with the routes the provider serves for it, and ``_app.build_app`` builds its routes from
 this table. Nothing here imports the adapters the provider judges.
 

@@ -364,6 +364,11 @@ def conversation(body: Mapping[str, Any]) -> tuple[str, str | None]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         return "", None
+    return _prompt(messages), _ending_result(messages)
+
+
+def _prompt(messages: list[Any]) -> str:
+    """The text of the last user message with text (or of the last one that carries no tool result)."""
     prompt = ""
     for message in reversed(messages):
         if isinstance(message, dict) and message.get("role") == "user":
@@ -372,13 +377,16 @@ def conversation(body: Mapping[str, Any]) -> tuple[str, str | None]:
             )
             if prompt or not _tool_results(message):
                 break
+    return prompt
+
+
+def _ending_result(messages: list[Any]) -> str | None:
+    """The text of the first ``toolResult`` of the user message the conversation ends with."""
     last = messages[-1] if messages else None
-    result = None
-    if isinstance(last, dict) and last.get("role") == "user":
-        results = _tool_results(last)
-        if results:
-            result = _result_text(results[0])
-    return prompt, result
+    if not isinstance(last, dict) or last.get("role") != "user":
+        return None
+    results = _tool_results(last)
+    return _result_text(results[0]) if results else None
 
 
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:

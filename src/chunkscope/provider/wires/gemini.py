@@ -136,22 +136,27 @@ def conversation(body: Mapping[str, Any]) -> tuple[str, str | None]:
     ends with (its ``output``, ``error`` or ``result`` string, else its JSON), else None."""
     contents = body.get("contents")
     turns = [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
-    prompt = ""
+    return _prompt(turns), _ending_response(turns)
+
+
+def _prompt(turns: list[dict[str, Any]]) -> str:
     for turn in reversed(turns):
         if turn.get("role", "user") != "user":
             continue
         texts = [p["text"] for p in _parts(turn) if isinstance(p.get("text"), str)]
         if texts:
-            prompt = "".join(texts)
-            break
-    result = None
-    if turns and turns[-1].get("role", "user") == "user":
-        for part in _parts(turns[-1]):
-            response = part.get("functionResponse")
-            if isinstance(response, dict):
-                result = _response_text(response.get("response"))
-                break
-    return prompt, result
+            return "".join(texts)
+    return ""
+
+
+def _ending_response(turns: list[dict[str, Any]]) -> str | None:
+    if not turns or turns[-1].get("role", "user") != "user":
+        return None
+    for part in _parts(turns[-1]):
+        response = part.get("functionResponse")
+        if isinstance(response, dict):
+            return _response_text(response.get("response"))
+    return None
 
 
 def _parts(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -403,12 +408,10 @@ def gemini_stream(script: Script, *, response_id: str) -> Iterator[Frame]:
             return
 
 
-def gemini_body(script: Script, *, response_id: str) -> dict[str, Any]:
-    """The non-streaming ``GenerateContentResponse`` of ``script`` (its content up to any fault)."""
+def _whole_parts(script: Script, calls: dict[int, ToolCall]) -> list[dict[str, Any]]:
+    """The parts of a whole answer: runs of text (or of thought) merged, each call once, up to a fault."""
     parts: list[dict[str, Any]] = []
     kind: str | None = None
-    collected = collect_steps(script.steps)
-    calls = {call.slot: call for call in collected.tools}
     for step in script.steps:
         if isinstance(step, (Reasoning, Text)):
             thought = isinstance(step, Reasoning)
@@ -423,6 +426,13 @@ def gemini_body(script: Script, *, response_id: str) -> dict[str, Any]:
                 kind = "tool"
         elif not isinstance(step, Stall):
             break
+    return parts
+
+
+def gemini_body(script: Script, *, response_id: str) -> dict[str, Any]:
+    """The non-streaming ``GenerateContentResponse`` of ``script`` (its content up to any fault)."""
+    collected = collect_steps(script.steps)
+    parts = _whole_parts(script, {call.slot: call for call in collected.tools})
     candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
     if collected.finish is not None:
         candidate["finishReason"] = FINISH_REASONS[collected.finish]

@@ -148,30 +148,44 @@ def line_batches(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[
                 yield [carry]  # a last line without its newline
             return
         data = carry + block if carry else block
-        if data.isspace() and b"\n" in data:  # a run of blank lines (isspace stops at the first other byte)
-            newlines, carry, skipping = _blank_run(data, skipping)
-            if newlines:
-                yield newlines
-            continue
-        lines = data.split(b"\n")
-        carry = lines.pop()
-        if skipping:
-            if not lines:
-                carry = b""
-                continue
-            del lines[0]  # the end of the over-long line
-            skipping = False
-        if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
-            lines = yield from _around_too_long(lines, max_line_bytes)
-        if len(carry) > max_line_bytes:
-            if lines:
-                yield lines
-            yield TOO_LONG
-            carry = b""
-            skipping = True
-            continue
+        carry, skipping = yield from _block_batches(data, skipping, max_line_bytes)
+
+
+def _split_lines(data: bytes, skipping: bool) -> tuple[list[bytes], bytes, bool]:
+    """A block's whole lines, the unfinished one, and whether the over-long line goes on past it."""
+    lines = data.split(b"\n")
+    carry = lines.pop()
+    if not skipping:
+        return lines, carry, False
+    if not lines:
+        return [], b"", True
+    del lines[0]  # the end of the over-long line
+    return lines, carry, False
+
+
+def _block_batches(
+    data: bytes, skipping: bool, max_line_bytes: int
+) -> Generator[Any, None, tuple[bytes, bool]]:
+    """``line_batches``' yield for one block (after the line carried over): what it then carries
+    (an unfinished line) and whether it is inside a line already reported as too long."""
+    if data.isspace() and b"\n" in data:  # a run of blank lines (isspace stops at the first other byte)
+        newlines, carry, skipping = _blank_run(data, skipping)
+        if newlines:
+            yield newlines
+        return carry, skipping
+    lines, carry, skipping = _split_lines(data, skipping)
+    if skipping:
+        return carry, True
+    if lines and max(map(len, lines)) > max_line_bytes:  # rare: split the batch around them
+        lines = yield from _around_too_long(lines, max_line_bytes)
+    if len(carry) > max_line_bytes:
         if lines:
             yield lines
+        yield TOO_LONG
+        return b"", True
+    if lines:
+        yield lines
+    return carry, False
 
 
 def _blank_run(data: bytes, skipping: bool) -> tuple[int, bytes, bool]:

@@ -14,9 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from chunkscope.protocol import ReasoningDelta, TextDelta, TokenUsage, ToolCallDelta, Usage, parse_chunk
-from chunkscope.protocol._chunks import (
-    trusted,  # the hot path's unvalidated constructor, as the adapters use it
-)
+from chunkscope.protocol.shared import trusted
 
 __all__ = ["MAX_GAP_MS", "materialize", "message_usage"]
 
@@ -57,23 +55,13 @@ def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | N
     last = _NO_TIME
     for item in items:
         if len(item) != 3:
-            if len(item) == 2:
-                t, obj = item
-                try:
-                    add(parse_chunk(obj))
-                except ValidationError:
-                    add(obj)
-                    foreign = True
-            else:  # a plain delta the reader kept as (t, type, index, text), its fields type-checked
-                t, chunk_type, index, text = item
-                add(trusted(_MODEL_OF_TYPE[chunk_type], {"type": chunk_type, "index": index, "text": text}))
-            if t is None and last != _NO_TIME:
-                t = last  # a synthesized finish with no time of its own: when the log last spoke
+            t, chunk, is_chunk = _single(item)
+            add(chunk)
+            foreign = foreign or not is_chunk
+            t, moved = _in_order(t, last)
             if t is not None:
-                if t < last:
-                    t = last
-                    adjusted = True
                 last = t
+            adjusted = adjusted or moved
             mark(t)
             continue
         t0, kind, data = item
@@ -85,6 +73,28 @@ def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | N
         last, row_adjusted = _row_times(times, float(t0), gaps, last)
         adjusted = adjusted or row_adjusted
     return chunks, times, foreign, adjusted
+
+
+def _single(item: tuple[Any, ...]) -> tuple[float | None, Any, bool]:
+    """One logged item that is not a packed row: its time, its chunk, and whether it is one."""
+    if len(item) == 2:
+        t, obj = item
+        try:
+            return t, parse_chunk(obj), True
+        except ValidationError:
+            return t, obj, False
+    t, chunk_type, index, text = item  # a plain delta the reader kept, its fields type-checked
+    return t, trusted(_MODEL_OF_TYPE[chunk_type], {"type": chunk_type, "index": index, "text": text}), True
+
+
+def _in_order(t: float | None, last: float) -> tuple[float | None, bool]:
+    """``t`` kept in log order after ``last``, and whether it had to move."""
+    if t is None:
+        # a synthesized finish with no time of its own: when the log last spoke
+        return (None if last == _NO_TIME else last), False
+    if t < last:
+        return last, True
+    return t, False
 
 
 def _row_chunks(kind: str, data: dict[str, Any]) -> list[Any]:

@@ -3,8 +3,9 @@
 An attempt holds its logged items (events and packed rows) as the reader
 found them; its ``StreamResult`` is built from them on first access
 (``chunkscope.sources.dsh._materialize``). ``DshSession.to_frame`` is the
-usage layer's projection, bound when ``chunkscope.usage`` is imported (this
-layer imports nothing below it).
+usage layer's projection (pandas): a session read by ``chunkscope.usage.read_dsh_session``
+(``cs.read_dsh_session``) carries it; this layer imports nothing below it, so a session read
+here has none and says where to get one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from chunkscope.protocol import BlockAssembler, StreamResult, Timings, check
 
 from ._materialize import materialize, message_usage
 
-__all__ = ["AttemptKind", "DshAttempt", "DshProblem", "DshSession", "DshStep", "bind_frame"]
+__all__ = ["AttemptKind", "DshAttempt", "DshProblem", "DshSession", "DshStep", "FrameProjection"]
 
 AttemptKind = Literal["step", "compaction"]
 
@@ -177,6 +178,9 @@ class DshSession:
     turn_ends: dict[int, dict[str, Any]] = field(default_factory=dict)
     problems: list[DshProblem] = field(default_factory=list)
     lines: int = 0
+    # The usage layer's frame projection, given by the reader that made this session (never an
+    # import's side effect): None for a session read by this layer alone.
+    projection: FrameProjection | None = field(default=None, repr=False)
 
     @property
     def id(self) -> str:
@@ -232,15 +236,17 @@ class DshSession:
 
         ``prices`` (a ``PriceTable``) fills ``cost``. ``duration_s`` is NaN for
         an attempt whose log has no times (``started_at`` and ``ttfc_s`` are
-        missing then too). The projection is the usage layer's (pandas): it is
-        bound when ``chunkscope.usage`` is imported, as ``cs.read_dsh_session`` does.
+        missing then too). The projection is the usage layer's (pandas): a session read by
+        ``cs.read_dsh_session`` (``chunkscope.usage``) has it; one read by
+        ``chunkscope.sources.read_dsh_session`` (no pandas) raises ``TypeError`` saying so.
         """
-        if _FRAME is None:
-            raise RuntimeError(
-                "DshSession.to_frame is the usage layer's projection: import chunkscope.usage first "
-                '(pip install "chunkscope[usage]")'
+        if self.projection is None:
+            raise TypeError(
+                "DshSession.to_frame: this session was read by chunkscope.sources, which has no frames; "
+                "read it with cs.read_dsh_session (chunkscope.usage) or pass it to "
+                "chunkscope.usage.session_frame"
             )
-        return _FRAME(self, prices, tags)
+        return self.projection(self, prices, tags)
 
     def __repr__(self) -> str:
         attempts = sum(len(step.attempts) for step in self.steps)
@@ -250,10 +256,5 @@ class DshSession:
         )
 
 
-_FRAME: Callable[[DshSession, Any, Mapping[str, str] | None], Any] | None = None
-
-
-def bind_frame(projection: Callable[[DshSession, Any, Mapping[str, str] | None], Any]) -> None:
-    """Install the usage layer's ``DshSession.to_frame`` (called by ``chunkscope.usage`` at import)."""
-    global _FRAME
-    _FRAME = projection
+FrameProjection = Callable[[DshSession, Any, "Mapping[str, str] | None"], Any]
+"""``(session, prices, tags) -> frame``: the usage layer's frame of a session."""

@@ -119,19 +119,14 @@ class _Reader:
     def run(self, read: Callable[[int], bytes], max_line_bytes: int) -> DshSession:
         scan = STRICT_DECODER.scan_once  # type: ignore[attr-defined]  # set by __init__, not in the stubs
         decode = STRICT_DECODER.decode
-        chunk_event = self._chunk
-        packed = self._packed
-        handlers = self.handlers
+        parse = self._parse
+        record = self._record
         header_seen = False
         number = 0
         for batch in line_batches(read, max_line_bytes):
             if type(batch) is not list:
-                if type(batch) is int:  # a run of blank lines
-                    number += batch
-                    continue
-                number += 1
-                self.line = number
-                if self._not_lines(batch, max_line_bytes):
+                number, stop = self._not_a_batch(batch, number, max_line_bytes)
+                if stop:
                     break
                 continue
             for raw in batch:
@@ -139,55 +134,72 @@ class _Reader:
                 if not raw:
                     continue  # a blank line: nothing to read (a block of only blank lines is a count)
                 self.line = number
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    self.problem("utf8", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
-                    continue
-                try:
-                    # The C scanner straight away (json.loads builds a decoder per call); anything
-                    # it does not take whole goes through the full decoder for its error message.
-                    obj, end = scan(text, 0)
-                    if end != len(text) and text[end:].strip():
-                        raise ValueError("extra data")
-                except (StopIteration, ValueError, RecursionError):
-                    obj = _NOT_JSON
+                obj = parse(raw, scan, decode)
                 if obj is _NOT_JSON:
-                    obj = self._decode_slowly(decode, text)
-                    if obj is _NOT_JSON:
-                        continue
-                if type(obj) is not dict:
-                    self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
                     continue
                 if number == 1:
                     self._header(obj)
                     header_seen = True
                     continue
-                kind = obj.get("type")
-                data = obj.get("data")
-                if type(data) is not dict:
-                    self.problem("record", f"the {kind!r} record has no 'data' object")
-                    continue
-                try:
-                    if kind == "assistant/chunk":
-                        self.events += 1
-                        chunk_event(data, obj.get("time"))
-                    elif kind in _PACKED:
-                        packed(kind, data, obj.get("time0"))
-                    else:
-                        self.events += 1
-                        handler = handlers.get(kind) if type(kind) is str else None
-                        if handler is not None:
-                            handler(data, obj.get("time"))
-                        elif type(kind) is not str:
-                            raise _BadRecord("the record has no string 'type'")
-                except _BadRecord as exc:
-                    self.problem(exc.code, str(exc))
+                record(obj)
         self.session.lines = number
         if not header_seen and number == 0:
             self.line = 1
             self._fatal("header", "the file is empty: no session header")
         return self.finish()
+
+    def _parse(self, raw: bytes, scan: Any, decode: Callable[[str], Any]) -> Any:
+        """One line's JSON object, or ``_NOT_JSON`` once its problem is reported."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problem("utf8", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+            return _NOT_JSON
+        try:
+            # The C scanner straight away (json.loads builds a decoder per call); anything
+            # it does not take whole goes through the full decoder for its error message.
+            obj, end = scan(text, 0)
+            if end != len(text) and text[end:].strip():
+                raise ValueError("extra data")
+        except (StopIteration, ValueError, RecursionError):
+            obj = self._decode_slowly(decode, text)
+            if obj is _NOT_JSON:
+                return _NOT_JSON
+        if type(obj) is not dict:
+            self.problem("record", f"expected a JSON object, got {type(obj).__name__}")
+            return _NOT_JSON
+        return obj
+
+    def _record(self, obj: dict[str, Any]) -> None:
+        """One record after the header, to the handler of its type."""
+        kind = obj.get("type")
+        data = obj.get("data")
+        if type(data) is not dict:
+            self.problem("record", f"the {kind!r} record has no 'data' object")
+            return
+        try:
+            if kind == "assistant/chunk":
+                self.events += 1
+                self._chunk(data, obj.get("time"))
+            elif kind in _PACKED:
+                self._packed(kind, data, obj.get("time0"))
+            else:
+                self.events += 1
+                handler = self.handlers.get(kind) if type(kind) is str else None
+                if handler is not None:
+                    handler(data, obj.get("time"))
+                elif type(kind) is not str:
+                    raise _BadRecord("the record has no string 'type'")
+        except _BadRecord as exc:
+            self.problem(exc.code, str(exc))
+
+    def _not_a_batch(self, batch: object, number: int, max_line_bytes: int) -> tuple[int, bool]:
+        """The line number after what ``line_batches`` gave instead of a batch, and whether the
+        read must end there."""
+        if type(batch) is int:  # a run of blank lines
+            return number + batch, False
+        self.line = number + 1
+        return number + 1, self._not_lines(batch, max_line_bytes)
 
     def _not_lines(self, batch: object, max_line_bytes: int) -> bool:
         """Report what ``line_batches`` gave instead of lines; True when the read must end there."""
@@ -293,22 +305,16 @@ class _Reader:
             raise _BadRecord("an assistant/chunk record needs integer 'turn' and 'step'")
         if self._seeded():
             return
-        chunk = data.get("chunk")
-        if type(chunk) is dict and chunk.get("type") not in _FLAT_CHUNKS and _chunk_too_deep(chunk):
+        chunk: Any = data.get("chunk")
+        if _deep_chunk(chunk):
             raise _BadRecord(f"the chunk nests deeper than {MAX_DEPTH}", "too-deep")
         key = (turn, step)
         attempt = self.open.get(key)
         if attempt is None:
             attempt = self._attempt(key, time)
         t = time if _is_time(time) else None
-        if (
-            type(chunk) is dict
-            and len(chunk) == 3
-            and type(chunk.get("type")) is str  # (a list would be unhashable)
-            and (compact := _COMPACT.get(chunk["type"])) is not None
-            and type(chunk.get("index")) is int
-            and type(chunk.get("text")) is str
-        ):
+        compact = _plain_delta(chunk)
+        if compact is not None:
             # A plain text/reasoning delta, most of a log: kept as a 4-tuple, not its parsed dict
             # (~150 bytes a line instead of ~600), and built without re-validation when materialized.
             attempt._items.append((t, compact, chunk["index"], chunk["text"]))
@@ -656,6 +662,23 @@ def _message_source(data: dict[str, Any]) -> tuple[str | None, str | None] | Non
     provider = source.get("provider")
     model = source.get("model")
     return (provider if type(provider) is str else None, model if type(model) is str else None)
+
+
+def _deep_chunk(chunk: Any) -> bool:
+    return type(chunk) is dict and chunk.get("type") not in _FLAT_CHUNKS and _chunk_too_deep(chunk)
+
+
+def _plain_delta(chunk: Any) -> str | None:
+    """The compact type of a chunk that is a plain text or reasoning delta; None for any other."""
+    if type(chunk) is not dict or len(chunk) != 3:
+        return None
+    kind = chunk.get("type")
+    if type(kind) is not str:  # (a list would be unhashable)
+        return None
+    compact = _COMPACT.get(kind)
+    if compact is None or type(chunk.get("index")) is not int or type(chunk.get("text")) is not str:
+        return None
+    return compact
 
 
 # --- the public readers ----------------------------------------------------------------

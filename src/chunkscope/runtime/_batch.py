@@ -1,5 +1,9 @@
 """``batch``: many calls with bounded concurrency, every attempt logged, results in request order.
 
+It runs any adapter or runtime and records into any ``UsageSink`` (``protocol``): a
+``UsageLog`` (the usage layer) also shows the batch's progress, through its
+``set_progress`` / ``clear_progress`` — found by name, so this layer needs no pandas.
+
 A cancelled batch (``task.cancel()``, ``asyncio.timeout``, Ctrl-C under
 ``asyncio.run``) keeps what finished: the ``CancelledError`` it raises carries
 ``results`` (request order, None for the calls that had not finished), which
@@ -16,9 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from chunkscope.adapters import GenerateOptions
-from chunkscope.protocol import LlmError, StreamResult, collect
-
-from ._log import UsageLog
+from chunkscope.protocol import LlmError, StreamResult, UsageSink, collect
 
 __all__ = ["BatchProgressWarning", "Streamer", "batch", "partial_results"]
 
@@ -47,7 +49,7 @@ async def batch(
     requests: Iterable[GenerateOptions | Mapping[str, Any]],
     *,
     concurrency: int = 4,
-    log: UsageLog | None = None,
+    log: UsageSink | None = None,
     tags: Mapping[str, str] | None = None,
     profile: str = "strict",
     record: bool = True,
@@ -57,11 +59,12 @@ async def batch(
 
     Returns the ``StreamResult``s in request order. A failing call does not
     stop the batch: its error is in its result (and its row). Each call is
-    recorded in ``log`` under the request's provider and model (a fresh log
-    when none is given); pass ``record=False`` when ``target`` already
+    recorded in ``log`` (any ``UsageSink``; a ``UsageLog`` makes rows of them) under the
+    request's provider and model; pass ``record=False`` when ``target`` already
     records its own attempts to that log (a runtime given ``log=``, whose
     retries become rows). Progress goes to ``log.set_progress(done, total)``
-    — a displayed log shows it as a progress bar — and to ``progress``; a
+    when the log has it — a displayed ``UsageLog`` shows it as a progress bar — and to
+    ``progress``; a
     ``progress`` callback that raises is reported once (``BatchProgressWarning``)
     and not called again, and the batch goes on. Requests are
     ``GenerateOptions`` or dicts of its fields; ``concurrency`` is an int >= 1.
@@ -74,7 +77,9 @@ async def batch(
     concurrency = _concurrency(concurrency)
     options = [_options(request) for request in requests]
     total = len(options)
-    sink = log if log is not None else UsageLog()
+    # A UsageLog shows progress; any other sink (an OpenTelemetry sink, a test's list) need not.
+    set_progress = getattr(log, "set_progress", None)
+    clear_progress = getattr(log, "clear_progress", None)
     results: list[StreamResult | None] = [None] * total
     done = 0
     next_index = 0
@@ -82,7 +87,8 @@ async def batch(
 
     def report() -> None:
         nonlocal callback
-        sink.set_progress(done, total)
+        if set_progress is not None:
+            set_progress(done, total)
         if callback is not None:
             try:
                 callback(done, total)
@@ -97,7 +103,7 @@ async def batch(
 
     async def run_one(index: int) -> StreamResult:
         request = options[index]
-        recorder = sink if record else None
+        recorder = log if record else None
         try:
             stream = target.stream(request)
         except LlmError as exc:  # a target that refuses before returning a stream
@@ -129,7 +135,8 @@ async def batch(
             # The same exception object reaches whoever awaits the batch's task (and is the
             # __cause__ of the TimeoutError of asyncio.timeout / wait_for): the results ride on it.
             exc.results = list(results)  # type: ignore[attr-defined]
-            sink.clear_progress()
+            if clear_progress is not None:
+                clear_progress()
         raise
     return [result for result in results if result is not None]
 
