@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,129 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def test_finds_the_checkouts_notebooks_folder_from_anywhere(tmp_path: Path) -> None:
     assert find_notebooks_dir(REPO_ROOT / "src") == REPO_ROOT / "notebooks"
     assert find_notebooks_dir(tmp_path) == REPO_ROOT / "notebooks"  # editable install: beside the source
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "mine.ipynb").write_text("{}")
+    # another project's notebooks/ folder is not the tutorials
+    assert find_notebooks_dir(tmp_path / "notebooks") == REPO_ROOT / "notebooks"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def _fake_checkout(root: Path) -> Path:
+    """A committed git repository shaped like a chunkscope checkout, with two tutorials."""
+    (root / "src" / "chunkscope").mkdir(parents=True)
+    (root / "src" / "chunkscope" / "__init__.py").write_text("")
+    (root / "notebooks").mkdir()
+    (root / "notebooks" / "01-a.ipynb").write_text('{"cells": []}')
+    (root / "notebooks" / "02-b.ipynb").write_text('{"cells": [1]}')
+    _git("init", "-q", cwd=root)
+    _git("add", "-A", cwd=root)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tutorials", cwd=root)
+    return root
+
+
+def test_a_checkout_serves_a_working_copy_that_git_ignores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = _fake_checkout(tmp_path / "checkout")
+    monkeypatch.chdir(checkout / "src")
+    served = lab_module._notebook_root(None)
+    assert served == checkout / "my-notebooks"
+    err = capsys.readouterr().err.splitlines()
+    said = f"chunkscope lab: the tutorials' working copies are in {served} (edits and outputs stay there)"
+    assert said in err
+    assert f"chunkscope lab: copied 2 tutorial notebooks into {served}" in err
+    # what running and saving in JupyterLab leaves: outputs in the notebook, a checkpoint beside it
+    (served / "01-a.ipynb").write_text('{"cells": ["with outputs"]}')
+    (served / ".ipynb_checkpoints").mkdir()
+    (served / ".ipynb_checkpoints" / "01-a-checkpoint.ipynb").write_text("{}")
+    (served / "Untitled.ipynb").write_text("{}")
+    assert _git("status", "--porcelain", "--untracked-files=all", cwd=checkout) == ""
+    assert (checkout / "notebooks" / "01-a.ipynb").read_text() == '{"cells": []}'
+    assert lab_module._notebook_root(None) == served  # the next launch: the run notebook is kept
+    assert (served / "01-a.ipynb").read_text() == '{"cells": ["with outputs"]}'
+    assert "copied" not in capsys.readouterr().err
+
+
+def test_a_working_copy_follows_the_tutorials_but_never_overwrites_the_users_work(tmp_path: Path) -> None:
+    tutorials = tmp_path / "notebooks"
+    tutorials.mkdir()
+    for name in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"):
+        (tutorials / name).write_text(f"{name} v1")
+    work = tmp_path / "work"
+    first = lab_module.copy_tutorials(tutorials, work)
+    assert (first.copied, first.updated, first.kept) == (["01-a.ipynb", "02-b.ipynb", "03-c.ipynb"], [], [])
+    (work / "01-a.ipynb").write_text("my edits")  # edited
+    (work / "03-c.ipynb").unlink()  # deleted: comes back
+    for name in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"):
+        (tutorials / name).write_text(f"{name} v2")  # a `git pull` brings newer tutorials
+    second = lab_module.copy_tutorials(tutorials, work)
+    assert (second.copied, second.updated, second.kept) == (["03-c.ipynb"], ["02-b.ipynb"], ["01-a.ipynb"])
+    assert (work / "01-a.ipynb").read_text() == "my edits"
+    assert (work / "02-b.ipynb").read_text() == "02-b.ipynb v2"  # untouched: the newer tutorial
+    assert (work / "03-c.ipynb").read_text() == "03-c.ipynb v2"
+    assert any("01-a.ipynb differs from the tutorial" in line for line in second.report())
+    third = lab_module.copy_tutorials(tutorials, work)
+    assert (third.copied, third.updated) == ([], [])
+    assert (work / "01-a.ipynb").read_text() == "my edits"
+    assert not list(work.glob(".*.partial"))
+
+
+def test_a_working_copy_from_before_the_record_keeps_what_differs(tmp_path: Path) -> None:
+    tutorials = tmp_path / "notebooks"
+    tutorials.mkdir()
+    (tutorials / "01-a.ipynb").write_text("tutorial")
+    (tutorials / "02-b.ipynb").write_text("tutorial 2")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "01-a.ipynb").write_text("a user's run")  # no record of what was copied: the user's
+    (work / "02-b.ipynb").write_text("tutorial 2")
+    copies = lab_module.copy_tutorials(tutorials, work)
+    assert (copies.copied, copies.updated, copies.kept) == ([], [], ["01-a.ipynb"])
+    assert (work / "01-a.ipynb").read_text() == "a user's run"
+
+
+LEFTOVERS = (
+    ".ipynb_checkpoints/01-streamchunk-protocol-checkpoint.ipynb",
+    "01-streamchunk-protocol-checkpoint.ipynb",
+    "01-streamchunk-protocol-Copy1.ipynb",
+    "Untitled.ipynb",
+    "01-streamchunk-protocol.ipynb~",
+    ".#01-streamchunk-protocol.ipynb",
+    ".01-streamchunk-protocol.ipynb.swp",
+    "notes.txt",
+    "scratch/01-a.ipynb",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_wheel_ships_only_the_committed_tutorials_whatever_the_checkout_holds(tmp_path: Path) -> None:
+    source = tmp_path / "checkout"
+    tracked = _git("ls-files", cwd=REPO_ROOT).splitlines()
+    for name in tracked:
+        if (REPO_ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REPO_ROOT / name, source / name)
+    for leftover in LEFTOVERS:  # JupyterLab's checkpoints, its "Duplicate", editors' backups and locks
+        (source / "notebooks" / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (source / "notebooks" / leftover).write_text("{}")
+    (source / "src" / "chunkscope" / "protocol.py~").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [wheel] = (tmp_path / "dist").glob("chunkscope-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(name for name in names if name.startswith("chunkscope/_notebooks/"))
+    committed = sorted(name for name in tracked if re.fullmatch(r"notebooks/[^/]+\.ipynb", name))
+    assert shipped == [name.replace("notebooks/", "chunkscope/_notebooks/") for name in committed]
+    assert not [name for name in names if "checkpoint" in name or name.endswith("~")], names
+    assert "chunkscope/protocol/__init__.py" in names and "chunkscope/py.typed" in names
 
 
 def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
@@ -37,6 +161,8 @@ def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
     assert "--ServerApp.port_retries=0" in command  # JupyterLab never moves to a port the banner did not name
     assert "--LabApp.news_url=None" in command  # no announcements feed from the internet
     assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
+    # Jupyter's own start-up lines (and its "token=..." URL) stay quiet: the banner is what stands out
+    assert "--ServerApp.log_level=WARN" in command and "--LabApp.log_level=WARN" in command
 
 
 WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
@@ -63,7 +189,23 @@ def test_lab_settings_turn_widget_state_saving_on_over_the_existing_overrides(tm
     assert json.loads((base / "overrides.json").read_text()) == admin  # the shared folder is untouched
     assert write_lab_settings(tmp_path / "bare")  # no base folder: only chunkscope's override
     bare = json.loads((tmp_path / "bare" / "overrides.json").read_text())
-    assert bare == {WIDGETS_PLUGIN: {"saveState": True}}
+    assert bare == {WIDGETS_PLUGIN: {"saveState": True}, NOTIFICATION_PLUGIN: NO_NEWS}
+
+
+NOTIFICATION_PLUGIN = "@jupyterlab/apputils-extension:notification"
+NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
+
+
+def test_the_news_question_is_answered_never_in_the_installed_jupyterlabs_own_terms() -> None:
+    # the installed JupyterLab's schema: an override it does not know would be ignored
+    from jupyterlab.commands import get_app_dir  # type: ignore[import-untyped]
+
+    schema_path = Path(get_app_dir()) / "schemas" / "@jupyterlab" / "apputils-extension" / "notification.json"
+    properties = json.loads(schema_path.read_text(encoding="utf-8"))["properties"]
+    assert lab_module.LAB_SETTINGS_OVERRIDES[NOTIFICATION_PLUGIN] == NO_NEWS
+    never = [choice for choice in properties["fetchNews"]["oneOf"] if choice["title"] == "Never"]
+    assert [choice["const"] for choice in never] == [NO_NEWS["fetchNews"]], properties["fetchNews"]
+    assert properties["checkForUpdates"]["type"] == "boolean"
 
 
 def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tmp_path: Path) -> None:
@@ -165,6 +307,9 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
             time.sleep(0.25)  # waiting for a real server to start
         url, port, token = banner[1], int(banner[2]), banner[3]
         assert f"chunkscope lab: port {asked} is busy; using {port} instead" in text
+        # the working copy is served, not the committed tutorials; Jupyter's own "token=..." line is quiet
+        assert f"chunkscope lab: serving {REPO_ROOT / 'my-notebooks'} at " in text, text
+        assert "token=..." not in text and "[I " not in text, text
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(url)  # the banner's URL as it is: no redirect to a login page
         assert page.status_code == 200 and "JupyterLab" in page.text, (page.status_code, page.headers)
@@ -174,6 +319,9 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
         # the launch's override: ipywidgets writes widget state into saved notebooks
         plugin = httpx.get(f"{base}/lab/api/settings/{WIDGETS_PLUGIN}", params={"token": token}).json()
         assert plugin["schema"]["properties"]["saveState"]["default"] is True, plugin["schema"]
+        # and JupyterLab never asks about Jupyter's news (its pop-up covered the first notebook)
+        news = httpx.get(f"{base}/lab/api/settings/{NOTIFICATION_PLUGIN}", params={"token": token}).json()
+        assert news["schema"]["properties"]["fetchNews"]["default"] == "false", news["schema"]
     finally:
         busy.close()
         process.terminate()
