@@ -138,6 +138,7 @@ def test_the_wheel_ships_only_the_committed_tutorials_whatever_the_checkout_hold
         (source / "notebooks" / leftover).parent.mkdir(parents=True, exist_ok=True)
         (source / "notebooks" / leftover).write_text("{}")
     (source / "src" / "chunkscope" / "protocol.py~").write_text("")
+    lab_module.copy_tutorials(source / "notebooks", source / lab_module.CHECKOUT_FOLDER_NAME)  # a user's
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=540,
@@ -150,6 +151,18 @@ def test_the_wheel_ships_only_the_committed_tutorials_whatever_the_checkout_hold
     assert shipped == [name.replace("notebooks/", "chunkscope/_notebooks/") for name in committed]
     assert not [name for name in names if "checkpoint" in name or name.endswith("~")], names
     assert "chunkscope/protocol/__init__.py" in names and "chunkscope/py.typed" in names
+    assert not [name for name in names if lab_module.CHECKOUT_FOLDER_NAME in name], names
+
+
+def test_the_source_distribution_leaves_out_the_working_copy() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    targets = pyproject["tool"]["hatch"]["build"]["targets"]
+    folder = lab_module.CHECKOUT_FOLDER_NAME
+    # hatch reads the root .gitignore only, not the working copy's own
+    assert f"/{folder}" in targets["sdist"]["exclude"]
+    assert not any(folder in path for path in targets["wheel"]["only-include"])
 
 
 def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
