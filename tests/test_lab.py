@@ -10,8 +10,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +231,15 @@ def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tm
     ]
 
 
+def test_kernel_sockets_are_unix_sockets_in_the_launch_folder_when_the_path_fits(tmp_path: Path) -> None:
+    launch = Path("/tmp/rt/chunkscope-lab-1")
+    assert lab_module._kernel_sockets(launch) == launch / "kernel"
+    assert lab_module._kernel_sockets(Path("/tmp") / ("x" * 120)) is None  # too long for a socket: TCP
+    command = lab_command(tmp_path, open_browser=False, kernel_sockets=Path("/tmp/rt/k"))
+    assert "--KernelManager.transport=ipc" in command and "--KernelManager.ip=/tmp/rt/k" in command
+    assert not any("KernelManager" in arg for arg in lab_command(tmp_path, open_browser=False))
+
+
 def test_lab_command_points_jupyterlab_at_the_launch_settings(tmp_path: Path) -> None:
     command = lab_command(tmp_path / "nb", open_browser=False, settings_dir=tmp_path / "settings")
     assert f"--LabApp.app_settings_dir={tmp_path / 'settings'}" in command
@@ -272,6 +283,11 @@ def test_run_lab_saves_widget_state_without_touching_user_settings(
     if os.name == "posix":
         assert settings.parent.name == f"chunkscope-lab-{os.getpid()}"
         assert not dead.exists(), "a dead launch's settings folder was left behind"
+        # the kernels' sockets: Unix sockets in the launch's private folder when its path is short enough
+        # for one (a real runtime folder's is; this test's tmp path may not be), else TCP on loopback
+        ipc = ["--KernelManager.transport=ipc", f"--KernelManager.ip={settings.parent / 'kernel'}"]
+        short = len(str(settings.parent / "kernel")) + 3 <= lab_module._SOCKET_PATH_MAX
+        assert all(flag in command for flag in ipc) is short, command
     else:  # JupyterLab ran as a child process: its settings folder goes with it
         assert not settings.exists()
 
@@ -280,15 +296,21 @@ BANNER = re.compile(r"chunkscope lab: serving .* at (http://127\.0\.0\.1:(\d+)/l
 
 
 @pytest.mark.slow
-def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tmp_path: Path) -> None:
+def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     beside = Path(sys.executable).with_name("chunkscope")  # this interpreter's own script first (venvs)
     executable = str(beside) if beside.exists() else shutil.which("chunkscope")
     assert executable, "the chunkscope command is not installed (pip install -e .[lab])"
+    # a runtime folder whose path is as short as a real one (~/.local/share/jupyter/runtime): room for
+    # the kernels' Unix sockets
+    runtime = Path(tempfile.mkdtemp(prefix="cs-rt-"))
+    request.addfinalizer(lambda: shutil.rmtree(runtime, ignore_errors=True))
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE")},
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
     }
     log_path = tmp_path / "lab.log"
@@ -335,6 +357,12 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
         # and JupyterLab never asks about Jupyter's news (its pop-up covered the first notebook)
         news = httpx.get(f"{base}/lab/api/settings/{NOTIFICATION_PLUGIN}", params={"token": token}).json()
         assert news["schema"]["properties"]["fetchNews"]["default"] == "false", news["schema"]
+        # a kernel started as JupyterLab starts one answers, over the launch's Unix sockets, quietly
+        printed, sockets = _run_code_in_a_new_kernel(
+            port, token, "print(6 * 7)", sockets=lambda: sorted(p.name for p in runtime.glob("*/kernel-*"))
+        )
+        assert printed == "42\n" and sockets, sockets
+        assert "without encryption" not in log_path.read_text(), log_path.read_text()
     finally:
         busy.close()
         process.terminate()
@@ -344,6 +372,44 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
             process.kill()
             process.wait()
         log.close()
+
+
+def _run_code_in_a_new_kernel(
+    port: int, token: str, code: str, *, sockets: Callable[[], list[str]]
+) -> tuple[str, list[str]]:
+    """Start a kernel through the server's API and run ``code`` over its websocket: what it printed,
+    and what ``sockets()`` found while the kernel ran."""
+    import uuid
+
+    import websocket  # websocket-client: a dependency of jupyter_server
+
+    base = f"http://127.0.0.1:{port}"
+    kernel = httpx.post(f"{base}/api/kernels", params={"token": token}, json={"name": "python3"}, timeout=60)
+    assert kernel.status_code == 201, kernel.text
+    kernel_id = kernel.json()["id"]
+    socket_url = f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels?token={token}"
+    connection = websocket.create_connection(socket_url, timeout=60)
+    try:
+        msg_id = uuid.uuid4().hex
+        connection.send(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test", "session": msg_id,
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False},
+        }))
+        printed = ""
+        while True:
+            message = json.loads(connection.recv())
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                printed += message["content"]["text"]
+            elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                return printed, sockets()
+    finally:
+        connection.close()
+        httpx.delete(f"{base}/api/kernels/{kernel_id}", params={"token": token}, timeout=60)
 
 
 # --- what `chunkscope lab` says: the banner's URL, a busy port, bad flags -------------------------

@@ -22,6 +22,10 @@ The setting is a JupyterLab *settings override* in a settings folder of the
 launch's own (``--LabApp.app_settings_dir``), so the user's settings stay untouched
 and still win over it.
 
+The kernels talk to the server over Unix sockets in the launch's private runtime
+folder rather than over TCP ports any local user could reach (which ipykernel
+warns about in the console for every notebook opened).
+
 Jupyter's own start-up lines are quieted (its URL line shows the token as a
 literal ``...``, which leads to a login page; warnings and errors still show), and
 the banner names the URL that is really served, token included, so it opens
@@ -368,12 +372,16 @@ def lab_command(
     port: int = DEFAULT_PORT,
     open_browser: bool = True,
     settings_dir: Path | None = None,
+    kernel_sockets: Path | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """The ``jupyter lab`` command line that :func:`run_lab` runs.
 
     ``settings_dir`` (a folder filled by :func:`write_lab_settings`) becomes
     JupyterLab's application settings folder, where its overrides are read.
+    ``kernel_sockets`` (a path prefix in a private folder) makes the kernels talk to
+    the server over Unix sockets there instead of TCP ports that any local user can
+    reach (each kernel would also print a warning saying so into the console).
     """
     command = [
         sys.executable,
@@ -396,6 +404,8 @@ def lab_command(
         )  # serve this port or fail: never one the banner did not name
     if settings_dir is not None:
         command.append(f"--LabApp.app_settings_dir={settings_dir}")
+    if kernel_sockets is not None:
+        command += ["--KernelManager.transport=ipc", f"--KernelManager.ip={kernel_sockets}"]
     if not open_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -434,7 +444,12 @@ def run_lab(
         print(f"chunkscope lab: {moved}", file=sys.stderr)
     settings = write_lab_settings(_launch_settings_dir(), base=_default_app_settings_dir())
     command = lab_command(
-        root.resolve(), port=port, open_browser=open_browser, settings_dir=settings, extra=extra
+        root.resolve(),
+        port=port,
+        open_browser=open_browser,
+        settings_dir=settings,
+        kernel_sockets=_kernel_sockets(settings.parent),
+        extra=extra,
     )
     # The URL is printed once the server answers: a URL that refuses the first click helps no one.
     _announce_when_serving(port, f"\nchunkscope lab: serving {root} at {lab_url(port, token)}\n")
@@ -516,6 +531,18 @@ def _launch_settings_dir() -> Path:
     folder = runtime / f"{_LAUNCH_PREFIX}{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)  # a dead launch's leftovers under a reused pid
     return folder / "settings"
+
+
+_SOCKET_PATH_MAX = 100  # a Unix socket's path: 107 bytes on Linux, 103 on macOS; room for "-12"
+
+
+def _kernel_sockets(launch_folder: Path) -> Path | None:
+    """The path prefix of the kernels' Unix sockets, in the launch's own (private) folder; None
+    (TCP on loopback, as Jupyter does by default) without Unix sockets or when the path is too long."""
+    prefix = launch_folder / "kernel"
+    if os.name != "posix" or len(os.fsencode(prefix)) + 3 > _SOCKET_PATH_MAX:
+        return None
+    return prefix
 
 
 def _alive(pid: int) -> bool:
