@@ -5,11 +5,14 @@ The declaration test reads the package's imports with ``ast`` (as ``test_layers.
 extra must list the module's distribution itself (not only through another package). The
 missing-extra paths run in a child interpreter where the optional module is blocked
 (``sys.modules[name] = None`` makes its import fail exactly as an absent package does);
-``tests/test_base_install.py`` runs them again in a real venv with no extras.
+``tests/test_base_install.py`` runs them again in a real venv with no extras. The tutorials and
+the README's examples import only what the ``lab`` extra installs (``tests/test_readme_commands.py``
+runs every notebook in the environment ``scripts/lab.sh`` makes, ``tests/binder`` in binder's).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 import re
@@ -229,3 +232,81 @@ def test_every_gated_name_without_its_extra_is_one_standalone_error_in_one_wordi
         assert "During handling" not in shown and "direct cause" not in shown, shown
         assert "importlib" not in shown and len(shown.splitlines()) <= 6, shown
         assert shown.rstrip().endswith(message)
+# --- the lab extra runs every tutorial and the README's examples ---------------------------------
+
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _top_level_imports(code: str) -> set[str]:
+    """The top-level modules ``code`` imports (absolute imports; top-level ``await`` allowed)."""
+    tree = compile(code, "<cell>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    # IPython's magics and shell lines are not Python
+    return ["\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for cell in code]
+
+
+def _readme_blocks() -> list[str]:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"^```python\n(.*?)^```", readme, re.M | re.S)
+
+
+def example_imports() -> dict[str, set[str]]:
+    """Third-party top-level module -> the notebooks (and README) that import it."""
+    found: dict[str, set[str]] = {}
+    sources = [(path.name, cell) for path in NOTEBOOKS for cell in _cells(path)]
+    sources += [("README.md", block) for block in _readme_blocks()]
+    for where, code in sources:
+        for module in _top_level_imports(code):
+            if module != "chunkscope" and module not in sys.stdlib_module_names:
+                found.setdefault(module, set()).add(where)
+    return found
+
+
+def extra_closure(extra: str) -> set[str]:
+    """The distributions ``chunkscope[extra]`` names, through the extras it includes."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    names: set[str] = set()
+    todo, seen = [extra], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for requirement in extras[current]:
+            included = re.fullmatch(r"chunkscope\[([\w,\s-]+)\]", requirement.strip())
+            if included:
+                todo.extend(part.strip() for part in included[1].split(","))
+            else:
+                names |= _names([requirement])
+    return names
+
+
+def test_the_lab_extra_names_every_module_the_notebooks_and_the_readme_import() -> None:
+    found = example_imports()
+    assert {"anthropic", "openai", "duckdb"} <= set(found), sorted(found)  # the parser sees the imports
+    provided = extra_closure("lab") | _names(PYPROJECT["project"]["dependencies"])
+    distributions = packages_distributions()
+    missing = []
+    for module, where in sorted(found.items()):
+        owners = {d.lower().replace("_", "-") for d in distributions.get(module, [module])}
+        if not owners & provided:
+            missing.append(f"{module} (imported by {', '.join(sorted(where))}): not in the lab extra")
+    assert missing == []
+
+
+def test_the_lab_closure_follows_included_extras() -> None:
+    closure = extra_closure("lab")
+    assert {"jupyterlab", "pandas", "anywidget", "genai-prices", "opentelemetry-sdk", "dask"} <= closure
+    assert "pytest" not in closure  # nothing of the test extra

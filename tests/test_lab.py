@@ -10,7 +10,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,142 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def test_finds_the_checkouts_notebooks_folder_from_anywhere(tmp_path: Path) -> None:
     assert find_notebooks_dir(REPO_ROOT / "src") == REPO_ROOT / "notebooks"
     assert find_notebooks_dir(tmp_path) == REPO_ROOT / "notebooks"  # editable install: beside the source
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "mine.ipynb").write_text("{}")
+    # another project's notebooks/ folder is not the tutorials
+    assert find_notebooks_dir(tmp_path / "notebooks") == REPO_ROOT / "notebooks"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def _fake_checkout(root: Path) -> Path:
+    """A committed git repository shaped like a chunkscope checkout, with two tutorials."""
+    (root / "src" / "chunkscope").mkdir(parents=True)
+    (root / "src" / "chunkscope" / "__init__.py").write_text("")
+    (root / "notebooks").mkdir()
+    (root / "notebooks" / "01-a.ipynb").write_text('{"cells": []}')
+    (root / "notebooks" / "02-b.ipynb").write_text('{"cells": [1]}')
+    _git("init", "-q", cwd=root)
+    _git("add", "-A", cwd=root)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tutorials", cwd=root)
+    return root
+
+
+def test_a_checkout_serves_a_working_copy_that_git_ignores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkout = _fake_checkout(tmp_path / "checkout")
+    monkeypatch.chdir(checkout / "src")
+    served = lab_module._notebook_root(None)
+    assert served == checkout / "my-notebooks"
+    err = capsys.readouterr().err.splitlines()
+    said = f"chunkscope lab: the tutorials' working copies are in {served} (edits and outputs stay there)"
+    assert said in err
+    assert f"chunkscope lab: copied 2 tutorial notebooks into {served}" in err
+    # what running and saving in JupyterLab leaves: outputs in the notebook, a checkpoint beside it
+    (served / "01-a.ipynb").write_text('{"cells": ["with outputs"]}')
+    (served / ".ipynb_checkpoints").mkdir()
+    (served / ".ipynb_checkpoints" / "01-a-checkpoint.ipynb").write_text("{}")
+    (served / "Untitled.ipynb").write_text("{}")
+    assert _git("status", "--porcelain", "--untracked-files=all", cwd=checkout) == ""
+    assert (checkout / "notebooks" / "01-a.ipynb").read_text() == '{"cells": []}'
+    assert lab_module._notebook_root(None) == served  # the next launch: the run notebook is kept
+    assert (served / "01-a.ipynb").read_text() == '{"cells": ["with outputs"]}'
+    assert "copied" not in capsys.readouterr().err
+
+
+def test_a_working_copy_follows_the_tutorials_but_never_overwrites_the_users_work(tmp_path: Path) -> None:
+    tutorials = tmp_path / "notebooks"
+    tutorials.mkdir()
+    for name in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"):
+        (tutorials / name).write_text(f"{name} v1")
+    work = tmp_path / "work"
+    first = lab_module.copy_tutorials(tutorials, work)
+    assert (first.copied, first.updated, first.kept) == (["01-a.ipynb", "02-b.ipynb", "03-c.ipynb"], [], [])
+    (work / "01-a.ipynb").write_text("my edits")  # edited
+    (work / "03-c.ipynb").unlink()  # deleted: comes back
+    for name in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"):
+        (tutorials / name).write_text(f"{name} v2")  # a `git pull` brings newer tutorials
+    second = lab_module.copy_tutorials(tutorials, work)
+    assert (second.copied, second.updated, second.kept) == (["03-c.ipynb"], ["02-b.ipynb"], ["01-a.ipynb"])
+    assert (work / "01-a.ipynb").read_text() == "my edits"
+    assert (work / "02-b.ipynb").read_text() == "02-b.ipynb v2"  # untouched: the newer tutorial
+    assert (work / "03-c.ipynb").read_text() == "03-c.ipynb v2"
+    assert any("01-a.ipynb differs from the tutorial" in line for line in second.report())
+    third = lab_module.copy_tutorials(tutorials, work)
+    assert (third.copied, third.updated) == ([], [])
+    assert (work / "01-a.ipynb").read_text() == "my edits"
+    assert not list(work.glob(".*.partial"))
+
+
+def test_a_working_copy_from_before_the_record_keeps_what_differs(tmp_path: Path) -> None:
+    tutorials = tmp_path / "notebooks"
+    tutorials.mkdir()
+    (tutorials / "01-a.ipynb").write_text("tutorial")
+    (tutorials / "02-b.ipynb").write_text("tutorial 2")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "01-a.ipynb").write_text("a user's run")  # no record of what was copied: the user's
+    (work / "02-b.ipynb").write_text("tutorial 2")
+    copies = lab_module.copy_tutorials(tutorials, work)
+    assert (copies.copied, copies.updated, copies.kept) == ([], [], ["01-a.ipynb"])
+    assert (work / "01-a.ipynb").read_text() == "a user's run"
+
+
+LEFTOVERS = (
+    ".ipynb_checkpoints/01-streamchunk-protocol-checkpoint.ipynb",
+    "01-streamchunk-protocol-checkpoint.ipynb",
+    "01-streamchunk-protocol-Copy1.ipynb",
+    "Untitled.ipynb",
+    "01-streamchunk-protocol.ipynb~",
+    ".#01-streamchunk-protocol.ipynb",
+    ".01-streamchunk-protocol.ipynb.swp",
+    "notes.txt",
+    "scratch/01-a.ipynb",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_wheel_ships_only_the_committed_tutorials_whatever_the_checkout_holds(tmp_path: Path) -> None:
+    source = tmp_path / "checkout"
+    tracked = _git("ls-files", cwd=REPO_ROOT).splitlines()
+    for name in tracked:
+        if (REPO_ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REPO_ROOT / name, source / name)
+    for leftover in LEFTOVERS:  # JupyterLab's checkpoints, its "Duplicate", editors' backups and locks
+        (source / "notebooks" / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (source / "notebooks" / leftover).write_text("{}")
+    (source / "src" / "chunkscope" / "protocol.py~").write_text("")
+    lab_module.copy_tutorials(source / "notebooks", source / lab_module.CHECKOUT_FOLDER_NAME)  # a user's
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [wheel] = (tmp_path / "dist").glob("chunkscope-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(name for name in names if name.startswith("chunkscope/_notebooks/"))
+    committed = sorted(name for name in tracked if re.fullmatch(r"notebooks/[^/]+\.ipynb", name))
+    assert shipped == [name.replace("notebooks/", "chunkscope/_notebooks/") for name in committed]
+    assert not [name for name in names if "checkpoint" in name or name.endswith("~")], names
+    assert "chunkscope/protocol/__init__.py" in names and "chunkscope/py.typed" in names
+    assert not [name for name in names if lab_module.CHECKOUT_FOLDER_NAME in name], names
+
+
+def test_the_source_distribution_leaves_out_the_working_copy() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    targets = pyproject["tool"]["hatch"]["build"]["targets"]
+    folder = lab_module.CHECKOUT_FOLDER_NAME
+    # hatch reads the root .gitignore only, not the working copy's own
+    assert f"/{folder}" in targets["sdist"]["exclude"]
+    assert not any(folder in path for path in targets["wheel"]["only-include"])
 
 
 def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
@@ -37,6 +176,8 @@ def test_serves_on_loopback_only_and_offline(tmp_path: Path) -> None:
     assert "--ServerApp.port_retries=0" in command  # JupyterLab never moves to a port the banner did not name
     assert "--LabApp.news_url=None" in command  # no announcements feed from the internet
     assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
+    # Jupyter's own start-up lines (and its "token=..." URL) stay quiet: the banner is what stands out
+    assert "--ServerApp.log_level=WARN" in command and "--LabApp.log_level=WARN" in command
 
 
 WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
@@ -63,7 +204,23 @@ def test_lab_settings_turn_widget_state_saving_on_over_the_existing_overrides(tm
     assert json.loads((base / "overrides.json").read_text()) == admin  # the shared folder is untouched
     assert write_lab_settings(tmp_path / "bare")  # no base folder: only chunkscope's override
     bare = json.loads((tmp_path / "bare" / "overrides.json").read_text())
-    assert bare == {WIDGETS_PLUGIN: {"saveState": True}}
+    assert bare == {WIDGETS_PLUGIN: {"saveState": True}, NOTIFICATION_PLUGIN: NO_NEWS}
+
+
+NOTIFICATION_PLUGIN = "@jupyterlab/apputils-extension:notification"
+NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}
+
+
+def test_the_news_question_is_answered_never_in_the_installed_jupyterlabs_own_terms() -> None:
+    # the installed JupyterLab's schema: an override it does not know would be ignored
+    from jupyterlab.commands import get_app_dir  # type: ignore[import-untyped]
+
+    schema_path = Path(get_app_dir()) / "schemas" / "@jupyterlab" / "apputils-extension" / "notification.json"
+    properties = json.loads(schema_path.read_text(encoding="utf-8"))["properties"]
+    assert lab_module.LAB_SETTINGS_OVERRIDES[NOTIFICATION_PLUGIN] == NO_NEWS
+    never = [choice for choice in properties["fetchNews"]["oneOf"] if choice["title"] == "Never"]
+    assert [choice["const"] for choice in never] == [NO_NEWS["fetchNews"]], properties["fetchNews"]
+    assert properties["checkForUpdates"]["type"] == "boolean"
 
 
 def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tmp_path: Path) -> None:
@@ -72,6 +229,15 @@ def test_lab_command_takes_a_port_retries_of_the_callers_without_repeating_it(tm
     assert [arg for arg in command if arg.startswith("--ServerApp.port_retries")] == [
         "--ServerApp.port_retries=3"
     ]
+
+
+def test_kernel_sockets_are_unix_sockets_in_the_launch_folder_when_the_path_fits(tmp_path: Path) -> None:
+    launch = Path("/tmp/rt/chunkscope-lab-1")
+    assert lab_module._kernel_sockets(launch) == launch / "kernel"
+    assert lab_module._kernel_sockets(Path("/tmp") / ("x" * 120)) is None  # too long for a socket: TCP
+    command = lab_command(tmp_path, open_browser=False, kernel_sockets=Path("/tmp/rt/k"))
+    assert "--KernelManager.transport=ipc" in command and "--KernelManager.ip=/tmp/rt/k" in command
+    assert not any("KernelManager" in arg for arg in lab_command(tmp_path, open_browser=False))
 
 
 def test_lab_command_points_jupyterlab_at_the_launch_settings(tmp_path: Path) -> None:
@@ -117,6 +283,11 @@ def test_run_lab_saves_widget_state_without_touching_user_settings(
     if os.name == "posix":
         assert settings.parent.name == f"chunkscope-lab-{os.getpid()}"
         assert not dead.exists(), "a dead launch's settings folder was left behind"
+        # the kernels' sockets: Unix sockets in the launch's private folder when its path is short enough
+        # for one (a real runtime folder's is; this test's tmp path may not be), else TCP on loopback
+        ipc = ["--KernelManager.transport=ipc", f"--KernelManager.ip={settings.parent / 'kernel'}"]
+        short = len(str(settings.parent / "kernel")) + 3 <= lab_module._SOCKET_PATH_MAX
+        assert all(flag in command for flag in ipc) is short, command
     else:  # JupyterLab ran as a child process: its settings folder goes with it
         assert not settings.exists()
 
@@ -125,15 +296,21 @@ BANNER = re.compile(r"chunkscope lab: serving .* at (http://127\.0\.0\.1:(\d+)/l
 
 
 @pytest.mark.slow
-def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tmp_path: Path) -> None:
+def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     beside = Path(sys.executable).with_name("chunkscope")  # this interpreter's own script first (venvs)
     executable = str(beside) if beside.exists() else shutil.which("chunkscope")
     assert executable, "the chunkscope command is not installed (pip install -e .[lab])"
+    # a runtime folder whose path is as short as a real one (~/.local/share/jupyter/runtime): room for
+    # the kernels' Unix sockets
+    runtime = Path(tempfile.mkdtemp(prefix="cs-rt-"))
+    request.addfinalizer(lambda: shutil.rmtree(runtime, ignore_errors=True))
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE")},
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
     }
     log_path = tmp_path / "lab.log"
@@ -165,6 +342,9 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
             time.sleep(0.25)  # waiting for a real server to start
         url, port, token = banner[1], int(banner[2]), banner[3]
         assert f"chunkscope lab: port {asked} is busy; using {port} instead" in text
+        # the working copy is served, not the committed tutorials; Jupyter's own "token=..." line is quiet
+        assert f"chunkscope lab: serving {REPO_ROOT / 'my-notebooks'} at " in text, text
+        assert "token=..." not in text and "[I " not in text, text
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(url)  # the banner's URL as it is: no redirect to a login page
         assert page.status_code == 200 and "JupyterLab" in page.text, (page.status_code, page.headers)
@@ -174,6 +354,15 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
         # the launch's override: ipywidgets writes widget state into saved notebooks
         plugin = httpx.get(f"{base}/lab/api/settings/{WIDGETS_PLUGIN}", params={"token": token}).json()
         assert plugin["schema"]["properties"]["saveState"]["default"] is True, plugin["schema"]
+        # and JupyterLab never asks about Jupyter's news (its pop-up covered the first notebook)
+        news = httpx.get(f"{base}/lab/api/settings/{NOTIFICATION_PLUGIN}", params={"token": token}).json()
+        assert news["schema"]["properties"]["fetchNews"]["default"] == "false", news["schema"]
+        # a kernel started as JupyterLab starts one answers, over the launch's Unix sockets, quietly
+        printed, sockets = _run_code_in_a_new_kernel(
+            port, token, "print(6 * 7)", sockets=lambda: sorted(p.name for p in runtime.glob("*/kernel-*"))
+        )
+        assert printed == "42\n" and sockets, sockets
+        assert "without encryption" not in log_path.read_text(), log_path.read_text()
     finally:
         busy.close()
         process.terminate()
@@ -183,6 +372,44 @@ def test_chunkscope_lab_serves_jupyterlab_on_the_notebooks_at_the_banners_url(tm
             process.kill()
             process.wait()
         log.close()
+
+
+def _run_code_in_a_new_kernel(
+    port: int, token: str, code: str, *, sockets: Callable[[], list[str]]
+) -> tuple[str, list[str]]:
+    """Start a kernel through the server's API and run ``code`` over its websocket: what it printed,
+    and what ``sockets()`` found while the kernel ran."""
+    import uuid
+
+    import websocket  # websocket-client: a dependency of jupyter_server
+
+    base = f"http://127.0.0.1:{port}"
+    kernel = httpx.post(f"{base}/api/kernels", params={"token": token}, json={"name": "python3"}, timeout=60)
+    assert kernel.status_code == 201, kernel.text
+    kernel_id = kernel.json()["id"]
+    socket_url = f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels?token={token}"
+    connection = websocket.create_connection(socket_url, timeout=60)
+    try:
+        msg_id = uuid.uuid4().hex
+        connection.send(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test", "session": msg_id,
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False},
+        }))
+        printed = ""
+        while True:
+            message = json.loads(connection.recv())
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                printed += message["content"]["text"]
+            elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                return printed, sockets()
+    finally:
+        connection.close()
+        httpx.delete(f"{base}/api/kernels/{kernel_id}", params={"token": token}, timeout=60)
 
 
 # --- what `chunkscope lab` says: the banner's URL, a busy port, bad flags -------------------------

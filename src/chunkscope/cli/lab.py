@@ -2,8 +2,18 @@
 
 The notebooks start their own :class:`~chunkscope.LocalProvider` inside the
 kernel, so nothing here talks to a model provider: this module only finds the
-notebooks folder and runs ``jupyter lab`` on 127.0.0.1 with it as root, with
-JupyterLab's news feed and update check turned off (no network needed).
+tutorials and runs ``jupyter lab`` on 127.0.0.1, with JupyterLab's news feed,
+its "get notified about Jupyter news?" question and its update check turned off
+(no network needed).
+
+The tutorials are never served where they are kept: running a notebook saves its
+outputs into it, and JupyterLab writes checkpoints beside it. From a checkout they
+are served from a working copy in the checkout's ``my-notebooks/`` folder (ignored
+by git through a ``.gitignore`` of its own), so the committed ``notebooks/`` stay
+as they are and the tests keep passing; from an installed wheel, from
+``~/chunkscope-notebooks``. Only missing notebooks are copied, and a copy is
+replaced by a newer tutorial only while it is untouched: a user's edits and
+outputs are never overwritten (:func:`copy_tutorials`).
 
 It also turns on ipywidgets' "save widget state" setting, for this launch only:
 without it JupyterLab leaves the widgets out of a saved notebook, and the
@@ -12,7 +22,13 @@ The setting is a JupyterLab *settings override* in a settings folder of the
 launch's own (``--LabApp.app_settings_dir``), so the user's settings stay untouched
 and still win over it.
 
-The banner names the URL that is really served, token included, so it opens
+The kernels talk to the server over Unix sockets in the launch's private runtime
+folder rather than over TCP ports any local user could reach (which ipykernel
+warns about in the console for every notebook opened).
+
+Jupyter's own start-up lines are quieted (its URL line shows the token as a
+literal ``...``, which leads to a login page; warnings and errors still show), and
+the banner names the URL that is really served, token included, so it opens
 without a login page: the port is checked before JupyterLab starts (a busy one
 moves to a free one, and the banner says so) and JupyterLab is told not to move
 it again; the token is ``JUPYTER_TOKEN`` (or ``JUPYTER_TOKEN_FILE``'s) when set,
@@ -25,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import hashlib
 import json
 import os
 import secrets
@@ -35,6 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -46,7 +64,9 @@ from ._args import CommandLineError, check_port, existing_folder, parse_port, re
 __all__ = [
     "LAB_SETTINGS_OVERRIDES",
     "add_lab_parser",
+    "CopiedTutorials",
     "choose_port",
+    "copy_tutorials",
     "find_notebooks_dir",
     "working_notebooks_dir",
     "lab_command",
@@ -128,75 +148,172 @@ def lab_url(port: int, token: str) -> str:
 
 
 def _notebook_root(notebook_dir: Path | None) -> Path:
-    if notebook_dir is None:
-        found = find_notebooks_dir()
-        if found is not None:
-            return found
-        try:
-            working = working_notebooks_dir()
-        except OSError as exc:
-            raise CommandLineError(
-                f"cannot copy the tutorial notebooks into your home folder: {exc}"
-            ) from None
-        if working is None:
+    """The folder to serve: ``notebook_dir`` as it is, else a working copy of the tutorials."""
+    if notebook_dir is not None:
+        return existing_folder(notebook_dir, flag="--notebook-dir")
+    tutorials = find_notebooks_dir()
+    try:
+        if tutorials is not None:
+            copies = copy_tutorials(tutorials, tutorials.parent / CHECKOUT_FOLDER_NAME)
+        elif _has_notebooks(SHIPPED_NOTEBOOKS):
+            copies = copy_tutorials(SHIPPED_NOTEBOOKS, Path.home() / WORKING_FOLDER_NAME)
+        else:
             raise CommandLineError(
                 "no notebooks/ folder found here or beside the package; "
                 "run it from a chunkscope checkout or pass --notebook-dir"
             )
-        folder, copied = working
-        if copied:
-            what = "tutorial notebook" if copied == 1 else "tutorial notebooks"
-            print(f"chunkscope lab: copied {copied} {what} into {folder}", file=sys.stderr)
-        return folder
-    return existing_folder(notebook_dir, flag="--notebook-dir")
+    except OSError as exc:
+        raise CommandLineError(f"cannot make the working copy of the tutorial notebooks: {exc}") from None
+    for line in copies.report():
+        print(f"chunkscope lab: {line}", file=sys.stderr)
+    return copies.folder
+
+
+def _has_notebooks(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*.ipynb"))
+
+
+def _is_checkout(folder: Path) -> bool:
+    return (folder / "src" / "chunkscope" / "__init__.py").is_file() and _has_notebooks(folder / "notebooks")
 
 
 def find_notebooks_dir(start: Path | None = None) -> Path | None:
-    """The ``notebooks/`` folder to serve: under the current directory or one of its
-    parents, else the one beside the source checkout (editable install); None if none.
+    """The tutorials of a chunkscope checkout: the ``notebooks/`` folder of the checkout holding
+    the current directory (or ``start``), else of the checkout this package runs from (an editable
+    install); None if neither (a wheel's tutorials are :data:`SHIPPED_NOTEBOOKS`).
+
+    Only a chunkscope checkout counts (``src/chunkscope`` beside ``notebooks/``): another
+    project's ``notebooks/`` folder is not the tutorials.
     """
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        candidate = folder / "notebooks"
-        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
-            return candidate
-    checkout = Path(__file__).resolve().parents[3] / "notebooks"  # src/chunkscope/cli/lab.py → repo root
-    return checkout if checkout.is_dir() else None
+        if _is_checkout(folder):
+            return folder / "notebooks"
+    checkout = Path(__file__).resolve().parents[3]  # src/chunkscope/cli/lab.py → the repository's root
+    return checkout / "notebooks" if _is_checkout(checkout) else None
 
 
 SHIPPED_NOTEBOOKS = Path(__file__).resolve().parents[1] / "_notebooks"
-"""The tutorials inside an installed wheel (``pyproject.toml`` force-includes ``notebooks/`` here)."""
+"""The tutorials inside an installed wheel (``pyproject.toml`` puts ``notebooks/`` here)."""
 
 WORKING_FOLDER_NAME = "chunkscope-notebooks"
+"""An installed package's working copy: ``~/chunkscope-notebooks``."""
+
+CHECKOUT_FOLDER_NAME = "my-notebooks"
+"""A checkout's working copy: ``my-notebooks/`` beside ``notebooks/``, ignored by git."""
+
+_COPIED_RECORD = ".chunkscope-copied.json"  # notebook name → sha256 of the tutorial last copied
+
+
+@dataclass
+class CopiedTutorials:
+    """What :func:`copy_tutorials` did: the working folder, and which notebooks it wrote or kept."""
+
+    folder: Path
+    copied: list[str] = field(default_factory=list)
+    """Missing from the folder: copied now."""
+    updated: list[str] = field(default_factory=list)
+    """Untouched copies of an older tutorial: replaced by the new one."""
+    kept: list[str] = field(default_factory=list)
+    """Copies the user changed (edited, or ran and saved) whose tutorial has changed: left as they are."""
+
+    def report(self) -> list[str]:
+        """One line per thing worth saying, for the launch's console."""
+        lines = [f"the tutorials' working copies are in {self.folder} (edits and outputs stay there)"]
+        if self.copied:
+            what = "tutorial notebook" if len(self.copied) == 1 else "tutorial notebooks"
+            lines.append(f"copied {len(self.copied)} {what} into {self.folder}")
+        if self.updated:
+            lines.append(f"updated the untouched {', '.join(self.updated)} to the newer tutorial")
+        for name in self.kept:
+            lines.append(
+                f"{name} differs from the tutorial, which has changed: your copy is kept "
+                "(delete it to get the tutorial's)"
+            )
+        return lines
+
+
+def copy_tutorials(source: Path, target: Path) -> CopiedTutorials:
+    """Bring ``target`` up to date with the tutorials in ``source``; never overwrite a user's work.
+
+    A missing notebook is copied. A copy still exactly as it was copied is replaced when its
+    tutorial has changed (a ``git pull`` or an upgrade); a copy the user edited, or ran and
+    saved, is kept and named in :attr:`CopiedTutorials.kept`. Deleting a copy brings the
+    tutorial back on the next launch. ``target`` gets a ``.gitignore`` that ignores the whole
+    folder, so a working copy inside a checkout never shows in ``git status``.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    ignore = target / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# chunkscope lab's working copies of the tutorials: not in the repository\n*\n")
+    record_path = target / _COPIED_RECORD
+    record = _read_record(record_path)
+    result = CopiedTutorials(target)
+    for tutorial in sorted(source.glob("*.ipynb")):
+        name, wanted = tutorial.name, tutorial.read_bytes()
+        digest = _sha256(wanted)
+        copy = target / name
+        if copy.exists():
+            current = copy.read_bytes()
+            if current == wanted:
+                record[name] = digest
+                continue
+            if record.get(name) == digest:
+                continue  # the tutorial is the one copied: the differences are the user's
+            if record.get(name) != _sha256(current):
+                result.kept.append(name)  # the user's changes, made to an older tutorial
+                continue
+            result.updated.append(name)  # untouched since it was copied: the newer tutorial replaces it
+        else:
+            result.copied.append(name)
+        _write_whole(copy, wanted)
+        record[name] = digest
+    _write_whole(record_path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    return result
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_record(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none yet, or unreadable: every existing copy counts as the user's
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a file beside it, then a rename)."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
 
 
 def working_notebooks_dir(
     home: Path | None = None, shipped: Path = SHIPPED_NOTEBOOKS
 ) -> tuple[Path, int] | None:
-    """The user's own copy of the shipped tutorials, ``~/chunkscope-notebooks``, and how many were copied now.
+    """An installed package's working copy, ``~/chunkscope-notebooks``, and how many were copied now.
 
     An installed package's folder may be read-only and is replaced on upgrade, so the
-    notebooks are served from a copy in the user's home. Only files missing there are
-    copied: a notebook the user edited is never overwritten (delete it to get the
-    shipped one back). None when the package ships no notebooks (a checkout).
+    notebooks are served from a copy in the user's home (:func:`copy_tutorials`). None
+    when the package ships no notebooks (a checkout).
     """
-    if not shipped.is_dir() or not any(shipped.glob("*.ipynb")):
+    if not _has_notebooks(shipped):
         return None
-    target = (home or Path.home()) / WORKING_FOLDER_NAME
-    target.mkdir(parents=True, exist_ok=True)
-    copied = 0
-    for source in sorted(shipped.glob("*.ipynb")):
-        destination = target / source.name
-        if not destination.exists():
-            shutil.copyfile(source, destination)
-            copied += 1
-    return target, copied
+    copies = copy_tutorials(shipped, (home or Path.home()) / WORKING_FOLDER_NAME)
+    return copies.folder, len(copies.copied)
 
 
 # JupyterLab settings overrides (plugin id → setting → default) for a chunkscope launch:
 # save the widgets' state into the notebook, so a saved run still shows its timelines
+# and never ask about (or fetch) Jupyter's news: the question's pop-up covers the first notebook
 LAB_SETTINGS_OVERRIDES: dict[str, dict[str, Any]] = {
     "@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
 
 # what JupyterLab reads from its application settings folder besides overrides.json
@@ -255,12 +372,16 @@ def lab_command(
     port: int = DEFAULT_PORT,
     open_browser: bool = True,
     settings_dir: Path | None = None,
+    kernel_sockets: Path | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """The ``jupyter lab`` command line that :func:`run_lab` runs.
 
     ``settings_dir`` (a folder filled by :func:`write_lab_settings`) becomes
     JupyterLab's application settings folder, where its overrides are read.
+    ``kernel_sockets`` (a path prefix in a private folder) makes the kernels talk to
+    the server over Unix sockets there instead of TCP ports that any local user can
+    reach (each kernel would also print a warning saying so into the console).
     """
     command = [
         sys.executable,
@@ -272,6 +393,10 @@ def lab_command(
         # offline: no announcements feed, no version check against PyPI
         "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        # Jupyter's start-up lines bury the banner, and its URL line shows the token as a literal
+        # "...", which opens a login page: only warnings and errors, the banner names the real URL
+        "--ServerApp.log_level=WARN",
+        "--LabApp.log_level=WARN",
     ]
     if not any(arg.startswith("--ServerApp.port_retries") for arg in extra):  # traitlets refuses it twice
         command.append(
@@ -279,6 +404,8 @@ def lab_command(
         )  # serve this port or fail: never one the banner did not name
     if settings_dir is not None:
         command.append(f"--LabApp.app_settings_dir={settings_dir}")
+    if kernel_sockets is not None:
+        command += ["--KernelManager.transport=ipc", f"--KernelManager.ip={kernel_sockets}"]
     if not open_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -317,10 +444,15 @@ def run_lab(
         print(f"chunkscope lab: {moved}", file=sys.stderr)
     settings = write_lab_settings(_launch_settings_dir(), base=_default_app_settings_dir())
     command = lab_command(
-        root.resolve(), port=port, open_browser=open_browser, settings_dir=settings, extra=extra
+        root.resolve(),
+        port=port,
+        open_browser=open_browser,
+        settings_dir=settings,
+        kernel_sockets=_kernel_sockets(settings.parent),
+        extra=extra,
     )
     # The URL is printed once the server answers: a URL that refuses the first click helps no one.
-    _announce_when_serving(port, f"chunkscope lab: serving {root} at {lab_url(port, token)}")
+    _announce_when_serving(port, f"\nchunkscope lab: serving {root} at {lab_url(port, token)}\n")
     if os.name == "posix":
         sys.stdout.flush()
         os.execve(command[0], command, env)  # same pid: the settings folder's name stays true
@@ -401,6 +533,18 @@ def _launch_settings_dir() -> Path:
     return folder / "settings"
 
 
+_SOCKET_PATH_MAX = 100  # a Unix socket's path: 107 bytes on Linux, 103 on macOS; room for "-12"
+
+
+def _kernel_sockets(launch_folder: Path) -> Path | None:
+    """The path prefix of the kernels' Unix sockets, in the launch's own (private) folder; None
+    (TCP on loopback, as Jupyter does by default) without Unix sockets or when the path is too long."""
+    prefix = launch_folder / "kernel"
+    if os.name != "posix" or len(os.fsencode(prefix)) + 3 > _SOCKET_PATH_MAX:
+        return None
+    return prefix
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)  # POSIX only: signal 0 checks, sends nothing
@@ -434,7 +578,10 @@ def add_lab_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         type=Path,
         default=None,
         metavar="DIR",
-        help=f"folder to serve (default: the checkout's notebooks/ folder, else ~/{WORKING_FOLDER_NAME})",
+        help=(
+            f"folder to serve as it is (default: a working copy of the tutorials, in the checkout's "
+            f"{CHECKOUT_FOLDER_NAME}/ folder, else ~/{WORKING_FOLDER_NAME})"
+        ),
     )
     parser.set_defaults(func=_handle, subcommand_parser=parser)
 
