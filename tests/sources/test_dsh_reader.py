@@ -23,7 +23,7 @@ from chunkscope.protocol import (
     ToolCallDelta,
     check,
 )
-from chunkscope.sources.dsh import DshLogError, read_dsh_session
+from chunkscope.sources.dsh import DshLogError, DshLogWriter, read_dsh_session
 from dsh_examples import (
     EXAMPLE_5A,
     EXAMPLE_5B_AND_RETRY,
@@ -678,3 +678,24 @@ def test_a_zstd_bomb_line_is_refused_with_bounded_memory(tmp_path: Path) -> None
     assert [(p.line, p.code) for p in session.problems] == [(EXAMPLE_5A.count("\n") + 1, "line-too-long")]
     assert len(session.steps) == 1
     assert peak < 24_000_000
+
+
+def test_the_first_token_times_skip_empty_deltas_as_the_harness_does(tmp_path: Path) -> None:
+    # The harness's own time to first token (isTokenDelta) counts only deltas that carry output.
+    stream: list[dict[str, Any]] = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": ""},
+        {"type": "text-delta", "index": 0, "text": "Hi"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "Hi"}},
+        {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    path = tmp_path / "session.jsonl"
+    with DshLogWriter(path, packed=False) as log:
+        log.turn_start(1)
+        log.step(1, 1, stream)
+        log.turn_end(1)
+    timings = read_dsh_session(path).results[0].timings
+    assert timings.first_chunk_s == timings.chunk_times[0]
+    assert timings.first_content_s == timings.first_text_s == timings.chunk_times[2]
+    assert timings.chunk_times[1] < timings.chunk_times[2]

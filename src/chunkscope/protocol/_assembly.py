@@ -274,6 +274,10 @@ class Timings:
     - ``first_content_s``: the first delta of any kind (text, reasoning, tool arguments);
     - ``first_text_s``: the first text delta.
 
+    As in the TypeScript reference (``isTokenDelta``), an empty delta is no first token: a text or
+    reasoning delta counts when its text is not empty, a tool-call delta when it carries argument
+    text or a name (``Timings.is_token``).
+
     ``first_chunk_s`` is the first chunk of any type (a ``block-start`` usually comes with the
     first content): the usage frame's ``ttfc_s`` and OpenTelemetry's time to first chunk.
     """
@@ -316,17 +320,36 @@ class Timings:
         return timings
 
 
-_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta", "tool-call-delta"))
+    @staticmethod
+    def is_token(chunk: Any) -> bool:
+        """Whether ``chunk`` (a model or a camelCase dict) is a first token: a delta carrying output.
+
+        A text or reasoning delta with text, a tool-call delta with argument text or a name; an
+        empty delta (a keep-alive, an empty tool-call frame) is not, as in the TypeScript reference.
+        """
+        if isinstance(chunk, dict):
+            kind = chunk.get("type")
+            if kind == "tool-call-delta":
+                return chunk.get("argumentsDelta") != "" or chunk.get("name") is not None
+            return kind in _TEXT_DELTA_TYPES and chunk.get("text") != ""
+        kind = type(chunk)
+        if kind is ToolCallDelta:
+            return chunk.arguments_delta != "" or chunk.name is not None  # type: ignore[no-any-return]
+        return (kind is TextDelta or kind is ReasoningDelta) and chunk.text != ""  # type: ignore[no-any-return]
+
+
+_TEXT_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta"))
 
 
 def _first_deltas(chunks: Sequence[Any], times: Sequence[float]) -> tuple[float | None, float | None]:
-    """When the first delta of any kind and the first text delta arrived (None: never)."""
+    """When the first delta carrying output and the first text delta with text arrived (None: never)."""
     content: float | None = None
+    is_token = Timings.is_token
     for chunk, t in zip(chunks, times, strict=False):  # a cut-short times list ends the search
-        kind = chunk.get("type") if isinstance(chunk, dict) else getattr(chunk, "type", None)
-        if kind in _DELTA_TYPES:
+        if is_token(chunk):
             if content is None:
                 content = t
+            kind = chunk.get("type") if isinstance(chunk, dict) else chunk.type
             if kind == "text-delta":
                 return content, t
     return content, None
