@@ -24,7 +24,8 @@ _EXPORTS: dict[str, str] = {
         [
             "StreamChunk", "AnyChunk", "ChunkLike", "BlockStart", "TextDelta", "ReasoningDelta",
             "ToolCallDelta", "BlockEnd", "Usage", "Finish", "TextBlock", "ReasoningBlock",
-            "ToolCallBlock", "ToolResultBlock", "ContentBlock", "TokenUsage", "FinishReason",
+            "ToolCallBlock", "ToolResultBlock", "ImageBlock", "ImageAttachment", "ContentBlock",
+            "TokenUsage", "FinishReason",
             "LlmFailure", "CallId", "parse_chunk", "parse_block", "chunk_to_dict", "block_to_dict",
             "Message", "parse_message",
             "LlmError", "ERROR_CODES", "ErrorCode", "error_chain", "MissingExtraError",
@@ -193,6 +194,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol import ErrorCode as ErrorCode
     from .protocol import Finish as Finish
     from .protocol import FinishReason as FinishReason
+    from .protocol import ImageAttachment as ImageAttachment
+    from .protocol import ImageBlock as ImageBlock
     from .protocol import LlmError as LlmError
     from .protocol import LlmFailure as LlmFailure
     from .protocol import Message as Message

@@ -131,6 +131,7 @@ class ReplayAdapter(LlmAdapter):
 
     provider = "replay"
     supported_options = frozenset(OPTIONAL_OPTIONS)
+    accepts_images = True  # it sends nothing anywhere: the recording answers any content
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from ._checker import Checker
 from ._chunks import (
+    STREAM_BLOCK_TYPES,
     AnyBlock,
     BlockEnd,
     BlockStart,
@@ -38,6 +39,7 @@ from ._chunks import (
     ToolCallDelta,
     Usage,
     parse_chunk,
+    parse_chunk_ignoring_unknown_keys,
     trusted,
 )
 from ._clock import WireMarks, marking
@@ -186,7 +188,12 @@ class BlockAssembler:
         )
 
     def _all(self) -> list[AnyBlock]:
-        return [self._assemble(partial, index) for index, partial in self._partials.items()]
+        # An image or tool-result block has no deltas: only its block-end says what it holds.
+        return [
+            self._assemble(partial, index)
+            for index, partial in self._partials.items()
+            if partial.block is not None or partial.kind in STREAM_BLOCK_TYPES
+        ]
 
     def blocks(self) -> list[AnyBlock]:
         """Every block seen so far, in first-seen order; a ``max-tokens`` finish drops tool calls.
@@ -330,15 +337,19 @@ class Timings:
         if isinstance(chunk, dict):
             kind = chunk.get("type")
             if kind == "tool-call-delta":
-                return chunk.get("argumentsDelta") != "" or chunk.get("name") is not None
-            return kind in _TEXT_DELTA_TYPES and chunk.get("text") != ""
+                return _has_text(chunk.get("argumentsDelta")) or chunk.get("name") is not None
+            return kind in _TEXT_DELTA_TYPES and _has_text(chunk.get("text"))
         kind = type(chunk)
         if kind is ToolCallDelta:
-            return chunk.arguments_delta != "" or chunk.name is not None  # type: ignore[no-any-return]
-        return (kind is TextDelta or kind is ReasoningDelta) and chunk.text != ""  # type: ignore[no-any-return]
+            return chunk.arguments_delta != "" or chunk.name is not None
+        return (kind is TextDelta or kind is ReasoningDelta) and chunk.text != ""
 
 
 _TEXT_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta"))
+
+
+def _has_text(value: Any) -> bool:
+    return type(value) is str and value != ""
 
 
 def _first_deltas(chunks: Sequence[Any], times: Sequence[float]) -> tuple[float | None, float | None]:
@@ -525,7 +536,9 @@ class StreamInspector:
             handler = self._dispatch.get(kind)
             if handler is None:
                 try:
-                    chunk = parse_chunk(chunk)
+                    # dsh: unknown keys are ignored, as the reference's validator ignores them
+                    parse = parse_chunk if checker._strict else parse_chunk_ignoring_unknown_keys
+                    chunk = parse(chunk)
                 except ValidationError:
                     self._keep(chunk)  # kept as it came, so positions still index chunks
                     self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from chunkscope.protocol import ReasoningDelta, TextDelta, TokenUsage, ToolCallDelta, Usage, parse_chunk
 from chunkscope.protocol._chunks import (
+    parse_chunk_ignoring_unknown_keys,  # the dsh profile's reading: keys the reference ignores, ignored
     trusted,  # the hot path's unvalidated constructor, as the adapters use it
 )
 
@@ -60,7 +61,7 @@ def materialize(items: list[tuple[Any, ...]]) -> tuple[list[Any], list[float | N
             if len(item) == 2:
                 t, obj = item
                 try:
-                    add(parse_chunk(obj))
+                    add(parse_chunk_ignoring_unknown_keys(obj))  # as the harness's own validator reads it
                 except ValidationError:
                     add(obj)
                     foreign = True
