@@ -527,11 +527,15 @@ def parse_chunk_ignoring_unknown_keys(obj: Any) -> AnyChunk:
     """
     try:
         return parse_chunk(obj)
-    except ValidationError:
+    except ValidationError as exc:
         if type(obj) is not dict:
             raise
-        known = _known_keys(obj, _CHUNK_OF_TYPE.get(obj.get("type")))
-        if known == obj:
+        try:
+            known = _known_keys(obj, _CHUNK_OF_TYPE.get(obj.get("type")))
+            unchanged = known == obj
+        except RecursionError:  # hostile nesting: not a chunk, as parse_chunk said
+            raise exc from None
+        if unchanged:
             raise
         return parse_chunk(known)
 
