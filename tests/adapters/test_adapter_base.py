@@ -143,6 +143,44 @@ async def test_an_effort_the_model_does_not_list_is_unsupported_reasoning_effort
     assert adapter.io == 1
 
 
+_IMAGE = {
+    "type": "image",
+    "attachment": {"attachmentId": "sha256:a", "mediaType": "image/png", "bytes": 9, "width": 3, "height": 3},
+}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "text", "text": "what is this?"}, _IMAGE],
+        [{"type": "tool-result", "toolCallId": "call-1", "content": [_IMAGE]}],  # a screenshot tool
+    ],
+    ids=["user image", "image in a tool result"],
+)
+async def test_an_image_a_text_only_adapter_cannot_send_is_unsupported_content_before_any_io(
+    content: list[dict[str, Any]],
+) -> None:
+    # the TypeScript reference's code for image input a model cannot take; never silently dropped
+    adapter = TextOnly()
+    with pytest.raises(LlmError) as info:
+        await drain(adapter, GenerateOptions("p", "thinker", [{"role": "user", "content": content}]))
+    assert info.value.code == "UNSUPPORTED_CONTENT" and not info.value.retryable
+    assert adapter.io == 0
+
+
+async def test_every_wire_adapter_refuses_an_image_before_any_io() -> None:
+    from chunkscope.adapters.wires import WIRES
+
+    message = {"role": "user", "content": [_IMAGE]}
+    for name, row in WIRES.items():
+        adapter: Any = row.adapter  # every built-in adapter takes these arguments (the wire table says so)
+        base_url = row.base_url("http://127.0.0.1:9")  # nothing listens there: no I/O may happen
+        built = adapter(base_url=base_url, api_key="sk-local")
+        with pytest.raises(LlmError) as info:
+            await drain(built, GenerateOptions(name, "m", [message]))
+        assert info.value.code == "UNSUPPORTED_CONTENT", name
+
+
 async def test_an_already_aborted_signal_is_aborted_before_any_io() -> None:
     adapter = TextOnly()
     controller = AbortController()

@@ -93,7 +93,8 @@ def test_the_finish_table_names_only_registered_codes() -> None:
     ("reason", "code", "retryable"),
     [
         ("content_filter", "CONTENT_FILTER", False),
-        ("insufficient_system_resource", "SERVER", True),
+        # the TypeScript reference's code (its upper-cased reason), registered as retryable
+        ("insufficient_system_resource", "INSUFFICIENT_SYSTEM_RESOURCE", True),
     ],
 )
 def test_openai_compat_finish_reasons_map_to_registered_codes(

@@ -26,9 +26,10 @@ Deliberate differences, each pinned by its own test below:
 - **HTTP 402** is ``QUOTA`` here (Payment Required); the reference maps a bare 402 to ``HTTP_402``.
 - **A 200 with an empty body** is ``STREAM_CLOSED`` here (no ``[DONE]``); the reference says
   ``EMPTY_RESPONSE``.
-- **A finish reason this package knows** gets its registered code (DeepSeek's
-  ``insufficient_system_resource`` → ``SERVER``, retryable); the reference upper-cases every reason,
-  as this package still does for a reason it does not map.
+- **A finish reason this package knows** gets its registered code (Bedrock's ``guardrail_intervened``
+  → ``CONTENT_FILTER``); the reference upper-cases every reason, as this package does for a reason it
+  does not map. Where the reference's upper-cased reason is itself a published code (DeepSeek's
+  ``insufficient_system_resource`` → ``INSUFFICIENT_SYSTEM_RESOURCE``) both emit it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from chunkscope.adapters._failures import error_from_response, retry_after_ms
 from chunkscope.adapters._finish import FINISH_CODES
 from chunkscope.adapters.openai_compat import OpenAITranslator, map_finish_reason, map_usage
 from chunkscope.protocol import LlmError
+from chunkscope.protocol._errors import ERROR_CODES, is_unmapped
 
 KEY = "sk-vector-test-key"
 
@@ -123,7 +125,6 @@ TRANSLATE_DIFFERENT = {
     "tool_call_function_without_arguments",
     "tool_call_without_id_or_name",
     "tool_call_without_function_object",
-    "finish_insufficient_system_resource",
 }
 
 
@@ -213,23 +214,36 @@ def test_translate_finish_reason_map_vectors(upstream_cases: dict[str, Any]) -> 
             assert ours.failure is not None and ours.failure.code == code, case["name"]
 
 
-def test_difference_a_known_finish_reason_gets_its_registered_code_not_its_upper_cased_name(
+def test_insufficient_system_resource_is_the_references_code_registered_as_retryable(
     upstream_cases: dict[str, Any],
 ) -> None:
-    # The reference upper-cases every reason; we map the ones we know to registered codes, the
-    # same on every wire (DeepSeek's insufficient_system_resource is a retryable SERVER failure).
+    # A published code does not change: DeepSeek's out-of-capacity finish carries the reference's
+    # upper-cased reason, registered (not unmapped) and retryable.
     cases = _cases(upstream_cases, "translate")
     case = next(c for c in cases if c["name"] == "finish_insufficient_system_resource")
     chunks, error = translate(case["payloads"])
     assert error is None
-    ours, theirs = digest(chunks), digest(case["expected"]["chunks"])
-    assert ours.pop("finish") == ("error", "SERVER")
-    assert theirs.pop("finish") == ("error", "INSUFFICIENT_SYSTEM_RESOURCE")
-    assert ours == theirs
+    assert digest(chunks) == digest(case["expected"]["chunks"])
+    assert digest(chunks)["finish"] == ("error", "INSUFFICIENT_SYSTEM_RESOURCE")
+    assert ERROR_CODES["INSUFFICIENT_SYSTEM_RESOURCE"].retryable
+    assert not is_unmapped("INSUFFICIENT_SYSTEM_RESOURCE")
+
+
+def test_difference_a_known_finish_reason_gets_its_registered_code_not_its_upper_cased_name(
+    upstream_cases: dict[str, Any],
+) -> None:
+    # The reference upper-cases every reason; we map the ones we know to registered codes, the
+    # same on every wire. Only the reasons whose upper-cased name is not their code differ.
     reason_map = _cases(upstream_cases, "translate_finish_reason_map")
-    mapped = [c for c in reason_map if c["finish_reason"] in FINISH_CODES]
-    for c in mapped:
-        assert c["expected"]["failure"]["code"] == c["finish_reason"].upper()
+    for c in reason_map:
+        reason = c["finish_reason"]
+        if reason in FINISH_CODES:
+            assert c["expected"]["failure"]["code"] == reason.upper()
+            failure = map_finish_reason(reason).failure
+            assert failure is not None and failure.code == FINISH_CODES[reason]
+    differing = {reason: code for reason, code in FINISH_CODES.items() if code != reason.upper()}
+    assert differing["guardrail_intervened"] == "CONTENT_FILTER"
+    assert "insufficient_system_resource" not in differing
 
 
 def test_difference_an_empty_finish_reason_is_no_finish_reason() -> None:

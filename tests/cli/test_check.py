@@ -379,3 +379,13 @@ def test_a_finish_code_outside_the_registry_is_marked_unmapped(
     assert len(marked) == 1 and "SOME_NEW_REASON" in marked[0] and "CONTENT_FILTER" not in out
     code, out, _ = run(capsys, "--format", "json", str(unmapped), str(known))
     assert [r["unmappedCode"] for r in json.loads(out)["streams"]] == ["SOME_NEW_REASON", None]
+
+
+def test_a_finish_code_the_typescript_reference_raises_is_not_marked_unmapped(
+    capsys: pytest.CaptureFixture[str], make_log: MakeFile
+) -> None:
+    codes = ("PI_AI_ERROR", "INVALID_PREPARED_CALL", "INSUFFICIENT_SYSTEM_RESOURCE")
+    logs = [str(make_log(f"{code.lower()}.jsonl", _failed_with(code))) for code in codes]
+    code, out, _ = run(capsys, "--format", "json", *logs)
+    assert code == 0
+    assert [r["unmappedCode"] for r in json.loads(out)["streams"]] == [None, None, None]

@@ -249,3 +249,6 @@ def test_an_error_badge_marks_a_code_outside_the_registry_as_unmapped() -> None:
     assert "unmapped code: not in cs.ERROR_CODES" in error_parts(ErrorInfo("SOME_NEW_REASON", "stopped"))
     assert not any("unmapped" in p for p in error_parts(ErrorInfo("CONTENT_FILTER", "stopped")))
     assert not any("unmapped" in p for p in error_parts(ErrorInfo("HTTP_404", "not found")))
+    # codes the TypeScript reference raises itself are registered: its logs show them as known
+    for code in ("PI_AI_ERROR", "UNKNOWN_MODEL", "INVALID_MODEL_CONTEXT", "INSUFFICIENT_SYSTEM_RESOURCE"):
+        assert not any("unmapped" in p for p in error_parts(ErrorInfo(code, "failed"))), code

@@ -246,6 +246,43 @@ def test_timings_of_arrivals_takes_the_first_arrival_and_none_when_nothing_arriv
     assert (none.first_chunk_s, none.chunk_times, none.total_s, none.started_at) == (None, [], 0.125, None)
 
 
+# A stream whose first deltas carry nothing (a keep-alive, an empty tool-call frame), as OpenAI-compatible
+# servers send: as in the TypeScript reference (isTokenDelta), none of them is a first token.
+EMPTY_FIRST: list[dict[str, Any]] = [
+    {"type": "block-start", "index": 0, "blockType": "reasoning"},
+    {"type": "reasoning-delta", "index": 0, "text": ""},  # 1
+    {"type": "reasoning-delta", "index": 0, "text": "Hm"},  # 2: the first content
+    {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": "Hm"}},
+    {"type": "block-start", "index": 1, "blockType": "text"},
+    {"type": "text-delta", "index": 1, "text": ""},  # 5
+    {"type": "text-delta", "index": 1, "text": "Hi"},  # 6: the first text
+    {"type": "block-end", "index": 1, "block": {"type": "text", "text": "Hi"}},
+    {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
+    {"type": "finish", "reason": {"kind": "stop"}},
+]
+
+
+async def test_empty_deltas_are_no_first_token() -> None:
+    result = await collect(source(EMPTY_FIRST), clock=FakeClock())
+    times = result.timings.chunk_times
+    assert (result.timings.first_content_s, result.timings.first_text_s) == (times[2], times[6])
+    assert result.timings.first_chunk_s == times[0]  # the first chunk stays the first chunk
+
+
+def test_a_tool_call_delta_is_a_first_token_by_its_arguments_or_its_name() -> None:
+    from chunkscope.protocol import Timings
+
+    empty = {"type": "tool-call-delta", "index": 0, "id": "c1", "argumentsDelta": ""}
+    named = {**empty, "name": "read"}
+    argued = {**empty, "argumentsDelta": "{"}
+    assert not Timings.is_token(empty) and not Timings.is_token(parse_chunk(empty))
+    assert Timings.is_token(named) and Timings.is_token(parse_chunk(named))
+    assert Timings.is_token(argued) and Timings.is_token(parse_chunk(argued))
+    chunks = [{"type": "block-start", "index": 0, "blockType": "tool-call"}, empty, argued]
+    timings = Timings.of_arrivals([0.1, 0.2, 0.3], total_s=0.4, chunks=chunks)
+    assert (timings.first_content_s, timings.first_text_s) == (0.3, None)
+
+
 async def test_collect_keeps_partial_output_when_the_stream_raises_an_llm_error() -> None:
     failure = LlmError("upstream closed", "STREAM_CLOSED")
     result = await collect(source([start(0), text(0, "Hel"), text(0, "lo")], fail=failure))

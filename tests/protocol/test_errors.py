@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from chunkscope.protocol import ERROR_CODES, LlmError, LlmFailure, Violation, error_chain
-from chunkscope.protocol._errors import http_status_code, is_retryable
+from chunkscope.protocol._errors import (
+    FINISH_REASON_FAMILY,
+    code_family,
+    http_status_code,
+    is_retryable,
+    is_unmapped,
+)
 
 SNAPSHOT = Path(__file__).with_name("error_codes.snapshot.json")
 
@@ -78,6 +84,38 @@ def test_the_registry_holds_the_protocol_codes() -> None:
 def test_retryability_follows_the_registry(code: str, retryable: bool) -> None:
     assert is_retryable(code) is retryable
     assert LlmError("x", code).retryable is retryable
+
+
+# Codes the TypeScript reference's own runtime and adapters raise (packages/llm: pi-ai's catch-all,
+# a route without the model, image input a model cannot take, unusable replay state, a Files API
+# answer of the wrong shape, invalid adapter model metadata, a prepared call dispatched twice). None
+# is in the reference's default retryable set (EMPTY_RESPONSE, RATE_LIMIT, SERVER, TIMEOUT, TRANSPORT).
+REFERENCE_RAISED = (
+    "PI_AI_ERROR",
+    "UNKNOWN_MODEL",
+    "UNSUPPORTED_CONTENT",
+    "INVALID_REPLAY_STATE",
+    "INVALID_RESPONSE",
+    "INVALID_MODEL_INFO",
+    "INVALID_MODEL_CONTEXT",
+    "INVALID_MODEL_MAX_TOKENS",
+    "INVALID_MODEL_REASONING",
+    "INVALID_PREPARED_CALL",
+)
+
+
+@pytest.mark.parametrize("code", REFERENCE_RAISED)
+def test_a_code_the_reference_raises_is_registered_not_unmapped_and_not_retried(code: str) -> None:
+    assert code_family(code) == code != FINISH_REASON_FAMILY
+    assert not is_unmapped(code)
+    assert ERROR_CODES[code].description and not ERROR_CODES[code].retryable
+    failure = LlmFailure(message="from a harness log", code=code)
+    assert LlmError.from_failure(failure).retryable is False
+
+
+def test_deepseeks_out_of_capacity_finish_is_the_references_code_and_retryable() -> None:
+    assert not is_unmapped("INSUFFICIENT_SYSTEM_RESOURCE")
+    assert is_retryable("INSUFFICIENT_SYSTEM_RESOURCE")
 
 
 @pytest.mark.parametrize(

@@ -281,3 +281,79 @@ def test_the_reference_model_gives_the_verdicts_invariant_ts_gives() -> None:
     assert reference_invariant([start, delta, failed]) == CLEAN  # ... allowed at an error finish
     assert reference_invariant([start, start]) == 1  # repeated block-start
     assert reference_invariant([stop, stop]) == 1  # anything after the finish
+
+
+# --- the reference's block vocabulary and unknown keys -------------------------------------------
+
+_IMAGE = {
+    "type": "image",
+    "attachment": {
+        "attachmentId": "sha256:0f1e2d",
+        "mediaType": "image/png",
+        "bytes": 2048,
+        "width": 64,
+        "height": 48,
+        "name": "qr-code.png",
+    },
+}
+_TOOL_RESULT = {"type": "tool-result", "toolCallId": "call-1", "content": [{"type": "text", "text": "ok"}]}
+
+# What invariant.ts accepts although strict does not: a block of the reference's image and tool-result
+# types (ContentBlockType), and keys no chunk type has (the validator reads only the fields it needs).
+REFERENCE_VOCABULARY: dict[str, list[dict[str, Any]]] = {
+    "image block": [
+        {"type": "block-start", "index": 0, "blockType": "image"},
+        {"type": "block-end", "index": 0, "block": _IMAGE},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ],
+    "tool-result block": [
+        {"type": "block-start", "index": 0, "blockType": "tool-result"},
+        {"type": "block-end", "index": 0, "block": _TOOL_RESULT},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ],
+    "unknown keys at every level": [
+        {"type": "block-start", "index": 0, "blockType": "text", "seq": 1},
+        {"type": "text-delta", "index": 0, "text": "Hi", "logprob": -0.1},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "Hi", "cached": True}},
+        {"type": "block-start", "index": 1, "blockType": "tool-result"},
+        {"type": "block-end", "index": 1, "block": {**_TOOL_RESULT, "content": [{**_IMAGE, "x": 1}], "y": 2}},
+        {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1, "costUsd": 0.1}, "at": 5},
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {"message": "m", "code": "SERVER", "hint": "h"}, "z": 0},
+            "trace": "t",
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(REFERENCE_VOCABULARY))
+def test_dsh_passes_what_the_reference_validator_passes_and_strict_flags_it(name: str) -> None:
+    chunks = REFERENCE_VOCABULARY[name]
+    assert check(chunks, "dsh") == []
+    # strict: an image or tool-result block start, an image block-end, an unknown key are not chunks
+    assert "schema" in {v.rule for v in check(chunks, "strict")}
+
+
+def test_a_stream_with_an_image_block_assembles_it_under_dsh() -> None:
+    from chunkscope.protocol import ImageBlock, collect
+
+    async def run() -> Any:
+        return await collect(REFERENCE_VOCABULARY["image block"], profile="dsh")
+
+    import asyncio
+
+    result = asyncio.run(run())
+    assert result.violations == [] and result.ok
+    [image] = result.blocks
+    assert isinstance(image, ImageBlock) and image.attachment.width == 64
+    assert image.to_dict() == _IMAGE
+
+
+def test_dsh_still_refuses_what_is_not_a_chunk_even_with_unknown_keys_ignored() -> None:
+    bad = [
+        {"type": "block-start", "index": 0, "blockType": "video", "x": 1},  # no such block type
+        {"type": "text-delta", "index": 0, "extra": True},  # no text
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    assert [(v.rule, v.position) for v in check(bad, "dsh")] == [("schema", 0), ("schema", 1)]

@@ -24,8 +24,9 @@ from chunkscope.protocol import (
     TokenUsage,
     ToolCallDelta,
     check,
+    parse_message,
 )
-from chunkscope.sources.dsh import DshLogError, read_dsh_session
+from chunkscope.sources.dsh import DshLogError, DshLogWriter, read_dsh_session
 from chunkscope.usage import session_frame
 from dsh_examples import (
     EXAMPLE_5A,
@@ -725,3 +726,73 @@ def test_a_zstd_bomb_line_is_refused_with_bounded_memory(tmp_path: Path) -> None
     assert [(p.line, p.code) for p in session.problems] == [(EXAMPLE_5A.count("\n") + 1, "line-too-long")]
     assert len(session.steps) == 1
     assert peak < 24_000_000
+
+
+def test_the_first_token_times_skip_empty_deltas_as_the_harness_does(tmp_path: Path) -> None:
+    # The harness's own time to first token (isTokenDelta) counts only deltas that carry output.
+    stream: list[dict[str, Any]] = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": ""},
+        {"type": "text-delta", "index": 0, "text": "Hi"},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "Hi"}},
+        {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    path = tmp_path / "session.jsonl"
+    with DshLogWriter(path, packed=False) as log:
+        log.turn_start(1)
+        log.step(1, 1, stream)
+        log.turn_end(1)
+    timings = read_dsh_session(path).results[0].timings
+    assert timings.first_chunk_s == timings.chunk_times[0]
+    assert timings.first_content_s == timings.first_text_s == timings.chunk_times[2]
+    assert timings.chunk_times[1] < timings.chunk_times[2]
+
+
+_IMAGE = {
+    "type": "image",
+    "attachment": {
+        "attachmentId": "sha256:5d41402a",
+        "mediaType": "image/png",
+        "bytes": 1834,
+        "width": 120,
+        "height": 80,
+        "name": "chart.png",
+        "originalDimensions": {"width": 1200, "height": 800},
+    },
+}
+
+
+def test_a_log_whose_messages_and_chunks_hold_images_reads_clean_and_keeps_them(tmp_path: Path) -> None:
+    # The harness's vocabulary: image blocks (user content; assistant content is forward compatible)
+    # and keys its validator does not read. Its own logs pass under dsh and nothing is dropped.
+    stream: list[dict[str, Any]] = [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "A bar chart.", "providerIndex": 0},
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "A bar chart."}},
+        {"type": "block-start", "index": 1, "blockType": "image"},
+        {"type": "block-end", "index": 1, "block": _IMAGE},
+        {"type": "usage", "usage": {"inputTokens": 900, "outputTokens": 4}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    user = {"role": "user", "content": [{"type": "text", "text": "What is this?"}, _IMAGE]}
+    path = tmp_path / "session.jsonl"
+    with DshLogWriter(path, packed=False) as log:
+        log.turn_start(1)
+        log.event("user/message", {"turn": 1, "message": {"id": "m1", **user, "source": {"kind": "user"}}})
+        log.event("step/start", {"turn": 1, "step": 1})
+        for chunk in stream:  # as logged, unknown key included (the writer would normalize it)
+            log.event("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+        # an older log: only the assistant/message, whose content holds an image
+        log.event("step/start", {"turn": 1, "step": 2})
+        answer = {"role": "assistant", "content": [{"type": "text", "text": "Here:"}, _IMAGE]}
+        log.event("assistant/message", {"turn": 1, "step": 2, "message": answer})
+        log.turn_end(1)
+    session = read_dsh_session(path)
+    assert session.problems == []
+    streamed, rebuilt = session.results
+    assert streamed.violations == [] and rebuilt.violations == []
+    assert [b.type for b in streamed.blocks] == ["text", "image"] and streamed.text == "A bar chart."
+    assert [b.type for b in rebuilt.blocks] == ["text", "image"]
+    assert rebuilt.blocks[1].to_dict() == _IMAGE
+    assert parse_message(user).content[1].to_dict() == _IMAGE  # the user's message parses, image and all

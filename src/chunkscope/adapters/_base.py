@@ -9,6 +9,8 @@ what it cannot honour:
   dropped);
 - an explicit ``reasoning_effort`` the model does not list →
   ``UNSUPPORTED_REASONING_EFFORT``;
+- an image in the messages, unless the adapter sets ``accepts_images`` →
+  ``UNSUPPORTED_CONTENT`` (the TypeScript reference's code; never silently dropped);
 - a signal that is already aborted → ``ABORTED``.
 
 Cancellation is both asyncio task cancellation and an explicit
@@ -426,6 +428,8 @@ class LlmAdapter(ABC):
 
     provider: ClassVar[str] = "adapter"
     supported_options: ClassVar[frozenset[str]] = frozenset({"signal", "purpose"})
+    accepts_images: ClassVar[bool] = False
+    """Whether the adapter can send image blocks; the wires' adapters send text only."""
 
     def models(self) -> list[ModelInfo]:
         """The models this adapter advertises (may be empty: discovery is advisory)."""
@@ -442,8 +446,9 @@ class LlmAdapter(ABC):
         """Refuse, before any I/O, what this adapter cannot do; return the options to send.
 
         Raises ``LlmError`` ``UNSUPPORTED_OPTION`` for a set field outside
-        ``supported_options``, ``UNSUPPORTED_REASONING_EFFORT`` for an explicit
-        effort the model does not list, ``ABORTED`` if the signal already fired.
+        ``supported_options``, ``UNSUPPORTED_CONTENT`` for an image the adapter cannot send,
+        ``UNSUPPORTED_REASONING_EFFORT`` for an explicit effort the model does not list,
+        ``ABORTED`` if the signal already fired.
         """
         unsupported = [name for name in options.set_options() if name not in self.supported_options]
         if unsupported:
@@ -452,6 +457,12 @@ class LlmAdapter(ABC):
                 f"{type(self).__name__} cannot honour GenerateOptions field(s) {names}; "
                 "leave them unset or use an adapter that supports them",
                 "UNSUPPORTED_OPTION",
+            )
+        if not self.accepts_images and any(_holds_image(m.content) for m in options.messages):
+            raise LlmError(
+                f"{type(self).__name__} cannot send image content to model {options.model!r}; "
+                "leave images out of the messages or use an adapter that accepts them",
+                "UNSUPPORTED_CONTENT",
             )
         effort = options.reasoning_effort
         if effort is not None:
@@ -499,3 +510,11 @@ class LlmAdapter(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _holds_image(blocks: Iterable[Any]) -> bool:
+    """True when ``blocks`` hold an image block, tool results' content included."""
+    return any(
+        block.type == "image" or (block.type == "tool-result" and _holds_image(block.content))
+        for block in blocks
+    )

@@ -3,7 +3,7 @@
 Each wire's translator maps its own success reasons (``stop``, ``end_turn``, ``tool_use``,
 ``length`` …) to finish kinds; every other reason comes here. A reason this table knows
 becomes a registered code (``CONTENT_FILTER``, ``REFUSAL``, ``CONTEXT_WINDOW_EXCEEDED``,
-``SERVER``); one it does not know keeps the TypeScript reference's behaviour — its
+``INSUFFICIENT_SYSTEM_RESOURCE``); one it does not know keeps the TypeScript reference's behaviour — its
 upper-cased value as the code — and stands under the registry's ``<FINISH_REASON>`` family,
 which the timeline and ``check`` mark as unmapped. A new wire adds its reasons as rows here.
 
@@ -27,7 +27,8 @@ FINISH_CODES: dict[str, str] = {
     "content_filter": "CONTENT_FILTER",  # OpenAI-compatible chat
     "refusal": "REFUSAL",  # Anthropic Messages
     "model_context_window_exceeded": "CONTEXT_WINDOW_EXCEEDED",  # Anthropic Messages
-    "insufficient_system_resource": "SERVER",  # DeepSeek: out of capacity mid-reply, retryable
+    # DeepSeek: out of capacity mid-reply, retryable; the reference's own (upper-cased) code, published
+    "insufficient_system_resource": "INSUFFICIENT_SYSTEM_RESOURCE",
     "guardrail_intervened": "CONTENT_FILTER",  # Bedrock: a guardrail withheld the answer
     "content_filtered": "CONTENT_FILTER",  # Bedrock: the model's own filter
     "malformed_model_output": "MALFORMED_RESPONSE",  # Bedrock: the model's output did not parse

@@ -43,6 +43,7 @@ class ScriptedAdapter(LlmAdapter):
 
     provider = "scripted"
     supported_options = frozenset(OPTIONAL_OPTIONS)
+    accepts_images = True  # it sends nothing anywhere: a script answers any content
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from ._checker import Checker
 from ._chunks import (
+    STREAM_BLOCK_TYPES,
     AnyBlock,
     BlockEnd,
     BlockStart,
@@ -38,6 +39,7 @@ from ._chunks import (
     ToolCallDelta,
     Usage,
     parse_chunk,
+    parse_chunk_ignoring_unknown_keys,
     trusted,
 )
 from ._clock import WireMarks, marking
@@ -186,7 +188,12 @@ class BlockAssembler:
         )
 
     def _all(self) -> list[AnyBlock]:
-        return [self._assemble(partial, index) for index, partial in self._partials.items()]
+        # An image or tool-result block has no deltas: only its block-end says what it holds.
+        return [
+            self._assemble(partial, index)
+            for index, partial in self._partials.items()
+            if partial.block is not None or partial.kind in STREAM_BLOCK_TYPES
+        ]
 
     def blocks(self) -> list[AnyBlock]:
         """Every block seen so far, in first-seen order; a ``max-tokens`` finish drops tool calls.
@@ -274,6 +281,10 @@ class Timings:
     - ``first_content_s``: the first delta of any kind (text, reasoning, tool arguments);
     - ``first_text_s``: the first text delta.
 
+    As in the TypeScript reference (``isTokenDelta``), an empty delta is no first token: a text or
+    reasoning delta counts when its text is not empty, a tool-call delta when it carries argument
+    text or a name (``Timings.is_token``).
+
     ``first_chunk_s`` is the first chunk of any type (a ``block-start`` usually comes with the
     first content): the usage frame's ``ttfc_s`` and OpenTelemetry's time to first chunk.
     """
@@ -316,17 +327,40 @@ class Timings:
         return timings
 
 
-_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta", "tool-call-delta"))
+    @staticmethod
+    def is_token(chunk: Any) -> bool:
+        """Whether ``chunk`` (a model or a camelCase dict) is a first token: a delta carrying output.
+
+        A text or reasoning delta with text, a tool-call delta with argument text or a name; an
+        empty delta (a keep-alive, an empty tool-call frame) is not, as in the TypeScript reference.
+        """
+        if isinstance(chunk, dict):
+            kind = chunk.get("type")
+            if kind == "tool-call-delta":
+                return _has_text(chunk.get("argumentsDelta")) or chunk.get("name") is not None
+            return kind in _TEXT_DELTA_TYPES and _has_text(chunk.get("text"))
+        kind = type(chunk)
+        if kind is ToolCallDelta:
+            return chunk.arguments_delta != "" or chunk.name is not None
+        return (kind is TextDelta or kind is ReasoningDelta) and chunk.text != ""
+
+
+_TEXT_DELTA_TYPES = frozenset(("text-delta", "reasoning-delta"))
+
+
+def _has_text(value: Any) -> bool:
+    return type(value) is str and value != ""
 
 
 def _first_deltas(chunks: Sequence[Any], times: Sequence[float]) -> tuple[float | None, float | None]:
-    """When the first delta of any kind and the first text delta arrived (None: never)."""
+    """When the first delta carrying output and the first text delta with text arrived (None: never)."""
     content: float | None = None
+    is_token = Timings.is_token
     for chunk, t in zip(chunks, times, strict=False):  # a cut-short times list ends the search
-        kind = chunk.get("type") if isinstance(chunk, dict) else getattr(chunk, "type", None)
-        if kind in _DELTA_TYPES:
+        if is_token(chunk):
             if content is None:
                 content = t
+            kind = chunk.get("type") if isinstance(chunk, dict) else chunk.type
             if kind == "text-delta":
                 return content, t
     return content, None
@@ -502,7 +536,9 @@ class StreamInspector:
             handler = self._dispatch.get(kind)
             if handler is None:
                 try:
-                    chunk = parse_chunk(chunk)
+                    # dsh: unknown keys are ignored, as the reference's validator ignores them
+                    parse = parse_chunk if checker._strict else parse_chunk_ignoring_unknown_keys
+                    chunk = parse(chunk)
                 except ValidationError:
                     self._keep(chunk)  # kept as it came, so positions still index chunks
                     self.violations.extend(checker.feed(chunk))  # schema; nothing to assemble

@@ -13,7 +13,10 @@ non-negative safe integers (at most 2**53 - 1) not reused while open (reuse
 after ``block-end`` is fine); a delta addresses an open block of its own kind;
 a ``block-end`` closes an open block of the same type (content not compared);
 ``usage`` at most once; exactly one ``finish``, last; open blocks only at an
-``error``/``aborted`` finish; well-formed chunks. Blocks may interleave. It
+``error``/``aborted`` finish; well-formed chunks, read as the reference's
+validator reads them: keys no chunk has are ignored, and blocks of the
+reference's ``image`` and ``tool-result`` types may open and close (``strict``
+reports such a chunk under ``schema`` and skips it). Blocks may interleave. It
 reports under the same rule ids, and its first violation is at the chunk where
 the reference fails (``tests/protocol/test_reference_parity.py`` pins both, and
 ``tests/protocol/test_upstream_vectors.py`` runs the reference's own vectors,
@@ -79,6 +82,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._chunks import (
+    STREAM_BLOCK_TYPES,
     BlockEnd,
     BlockStart,
     Finish,
@@ -88,6 +92,7 @@ from ._chunks import (
     Usage,
     describe_invalid,
     parse_chunk,
+    parse_chunk_ignoring_unknown_keys,
 )
 from ._violations import PROFILES, RULES, Violation
 from ._words import a, type_phrase
@@ -272,7 +277,8 @@ class Checker:
 
     def _foreign(self, chunk: Any) -> Sequence[Violation]:
         try:
-            parsed = parse_chunk(chunk)
+            # dsh reads a chunk as the reference's validator does: keys it does not know are ignored
+            parsed = parse_chunk(chunk) if self._strict else parse_chunk_ignoring_unknown_keys(chunk)
         except ValidationError as exc:
             return (_violation("schema", self._pos, chunk, describe_invalid(chunk, exc)),)
         handler = self._dispatch.get(type(parsed))
@@ -447,6 +453,8 @@ class Checker:
                     f"chunk {opened.start}); an index is not reused",
                 ),
             )
+        if self._strict and chunk.block_type not in STREAM_BLOCK_TYPES:
+            return self._message_block(chunk, f"block-start opens {a(chunk.block_type)} block")
         found: Sequence[Violation] = _EMPTY
         if not 0 <= index <= _MAX_INDEX:
             found = (
@@ -494,9 +502,20 @@ class Checker:
             self._next = index + 1
         return found
 
+    def _message_block(self, chunk: BlockStart | BlockEnd, what: str) -> Sequence[Violation]:
+        """strict: a block of a message's vocabulary (an image, a tool result's start) in a stream.
+        Not a chunk of a model's stream, so it is skipped, as a chunk that does not parse is."""
+        message = (
+            f"{what}; a stream's blocks are text, reasoning or tool-call (the dsh profile allows the "
+            "TypeScript reference's image and tool-result blocks)"
+        )
+        return (_violation("schema", self._pos, chunk, message),)
+
     def _end(self, chunk: BlockEnd) -> Sequence[Violation]:
         if self._finish_pos is not None:
             return self._after_finish(chunk)
+        if self._strict and chunk.block.type == "image":
+            return self._message_block(chunk, "block-end carries an image block")
         pos = self._pos
         index = chunk.index
         block = self._open.get(index)

@@ -10,6 +10,7 @@ build chunks with keyword arguments and the hot path never re-validates.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NewType, TypeVar, Union
 
@@ -24,6 +25,8 @@ __all__ = [
     "ReasoningBlock",
     "ToolCallBlock",
     "ToolResultBlock",
+    "ImageAttachment",
+    "ImageBlock",
     "ContentBlock",
     "TokenUsage",
     "LlmFailure",
@@ -49,8 +52,13 @@ __all__ = [
 CallId = NewType("CallId", str)
 """A provider-issued tool-call id (a branded string): ``CallId("call-123")``."""
 
-BlockType = Literal["text", "reasoning", "tool-call"]
-"""The content block kinds a stream can open."""
+BlockType = Literal["text", "reasoning", "tool-call", "image", "tool-result"]
+"""The content block kinds a ``block-start`` names: the TypeScript reference's block types. A model's
+stream opens ``text``, ``reasoning`` and ``tool-call`` blocks; ``image`` and ``tool-result`` pass
+under the ``dsh`` profile only (``strict`` reports them under ``schema``)."""
+
+STREAM_BLOCK_TYPES = frozenset({"text", "reasoning", "tool-call"})
+"""The block kinds the ``strict`` profile lets a stream open."""
 
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 """Why a stream ended; ``error`` and ``aborted`` carry an ``LlmFailure``."""
@@ -109,8 +117,38 @@ class ToolResultBlock(_Model):
     is_error: bool | None = None
 
 
+class ImageDimensions(_Model):
+    """An image's size in pixels."""
+
+    width: int
+    height: int
+
+
+class ImageAttachment(_Model):
+    """A durable reference to one stored image, as the TypeScript reference's attachment service keeps it.
+
+    ``attachment_id`` is opaque (never a path or URL); ``bytes`` the exact encoded length;
+    ``original_dimensions`` is set when normalization scaled the image down.
+    """
+
+    attachment_id: str
+    media_type: str
+    bytes: int
+    width: int
+    height: int
+    name: str | None = None
+    original_dimensions: ImageDimensions | None = None
+
+
+class ImageBlock(_Model):
+    """A raster image in a message's content (a user's picture; the bytes stay in the store)."""
+
+    type: Literal["image"] = "image"
+    attachment: ImageAttachment
+
+
 ContentBlock = Annotated[
-    Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock],
+    Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock],
     Field(discriminator="type"),
 ]
 """Any content block, discriminated by ``type``."""
@@ -239,7 +277,7 @@ StreamChunk = Annotated[
 AnyChunk = Union[BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, Usage, Finish]
 """A parsed chunk model (the plain union, for annotations)."""
 
-AnyBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock]
+AnyBlock = Union[TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock]
 """A parsed content block model (the plain union, for annotations)."""
 
 ChunkLike = Union[AnyChunk, "dict[str, Any]"]
@@ -474,10 +512,88 @@ def parse_chunk(obj: Any) -> AnyChunk:
 
 def parse_block(obj: Any) -> AnyBlock:
     """Return ``obj`` as a typed content block (model or camelCase dict)."""
-    if isinstance(obj, (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock)):
+    if isinstance(obj, (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock)):
         return obj
     block: AnyBlock = _block_adapter.validate_python(obj)
     return block
+
+
+def parse_chunk_ignoring_unknown_keys(obj: Any) -> AnyChunk:
+    """``parse_chunk``, with keys no chunk model knows left out first, at every level: how the
+    TypeScript reference's validator reads a chunk (it looks only at the fields it needs).
+
+    The ``dsh`` profile parses this way; ``strict`` reports an unknown key under ``schema``.
+    Raises ``pydantic.ValidationError`` for what is not a chunk even then.
+    """
+    try:
+        return parse_chunk(obj)
+    except ValidationError as exc:
+        if type(obj) is not dict:
+            raise
+        try:
+            known = _known_keys(obj, _CHUNK_OF_TYPE.get(obj.get("type")))
+            unchanged = known == obj
+        except RecursionError:  # hostile nesting: not a chunk, as parse_chunk said
+            raise exc from None
+        if unchanged:
+            raise
+        return parse_chunk(known)
+
+
+@functools.cache
+def _aliases(cls: type[_Model]) -> dict[str, type[_Model] | None]:
+    """A model's JSON keys → the model a nested object under that key is (None: a plain value)."""
+    nested: dict[str, type[_Model] | None] = {}
+    for name, info in cls.model_fields.items():
+        inner = _NESTED.get((cls, name))
+        nested[info.alias or name] = inner
+    return nested
+
+
+def _known_keys(obj: Any, cls: type[_Model] | None) -> Any:
+    """``obj`` with only the keys ``cls`` knows, nested objects likewise (blocks by their type)."""
+    if cls is None or type(obj) is not dict:
+        return obj
+    if cls is _BLOCK:
+        cls = _BLOCK_OF_TYPE.get(obj.get("type"))
+        if cls is None:
+            return obj
+    keys = _aliases(cls)
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key not in keys:
+            continue
+        inner = keys[key]
+        if inner is _BLOCK and type(value) is list:  # a tool result's content: a list of blocks
+            out[key] = [_known_keys(item, _BLOCK) for item in value]
+        else:
+            out[key] = _known_keys(value, inner)
+    return out
+
+
+class _BlockOfType(_Model):
+    """Stands for "a content block, whichever its type says" in ``_NESTED``."""
+
+
+_BLOCK: type[_Model] = _BlockOfType
+_BLOCK_OF_TYPE: dict[Any, type[_Model]] = {
+    "text": TextBlock,
+    "reasoning": ReasoningBlock,
+    "tool-call": ToolCallBlock,
+    "tool-result": ToolResultBlock,
+    "image": ImageBlock,
+}
+_CHUNK_OF_TYPE: dict[Any, type[_Model]] = dict(CHUNK_TYPES)
+# The nested objects of each model: (model, field) → the model of the value.
+_NESTED: dict[tuple[type[_Model], str], type[_Model]] = {
+    (BlockEnd, "block"): _BLOCK,
+    (ToolResultBlock, "content"): _BLOCK,
+    (ImageBlock, "attachment"): ImageAttachment,
+    (ImageAttachment, "original_dimensions"): ImageDimensions,
+    (Usage, "usage"): TokenUsage,
+    (Finish, "reason"): FinishReason,
+    (FinishReason, "failure"): LlmFailure,
+}
 
 
 def chunk_to_dict(chunk: ChunkLike) -> dict[str, Any]:

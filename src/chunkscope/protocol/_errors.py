@@ -88,6 +88,11 @@ ERROR_CODES: dict[str, ErrorCode] = _codes(
     ("CONTENT_FILTER", "The provider's content filter stopped the reply; retrying will not help.", False),
     ("REFUSAL", "The model declined to answer (a refusal finish); retrying will not help.", False),
     (
+        "INSUFFICIENT_SYSTEM_RESOURCE",
+        "The provider ran out of capacity mid-reply (DeepSeek's insufficient_system_resource finish).",
+        True,
+    ),
+    (
         FINISH_REASON_FAMILY,
         "A finish reason this package does not map, upper-cased as the code (e.g. a reason a provider "
         "added later); reported as unmapped.",
@@ -101,6 +106,18 @@ ERROR_CODES: dict[str, ErrorCode] = _codes(
     ("DUPLICATE_ADAPTER", "An adapter is already registered for that provider.", False),
     ("PROTOCOL_VIOLATION", "The stream broke a StreamChunk rule; see .violations.", False),
     ("UNKNOWN", "An adapter raised something that is not an LlmError (a defect to fix).", False),
+    # Raised by the TypeScript reference's own runtime and adapters; their finishes reach
+    # chunkscope through its logs and must read as known codes, not as unmapped reasons.
+    ("UNSUPPORTED_CONTENT", "The request holds content the model or adapter cannot take (an image).", False),
+    ("UNKNOWN_MODEL", "The provider route has no such model configured; nothing was sent.", False),
+    ("INVALID_RESPONSE", "A provider's side API (DeepSeek's Files API) answered in another shape.", False),
+    ("INVALID_REPLAY_STATE", "An assistant message's replay state is unusable by this adapter.", False),
+    ("INVALID_MODEL_INFO", "An adapter described a model with invalid identity metadata.", False),
+    ("INVALID_MODEL_CONTEXT", "An adapter described a model with an invalid context window.", False),
+    ("INVALID_MODEL_MAX_TOKENS", "An adapter described a model with an invalid default max tokens.", False),
+    ("INVALID_MODEL_REASONING", "An adapter described a model with invalid reasoning efforts.", False),
+    ("INVALID_PREPARED_CALL", "A prepared call was dispatched twice or its call config changed.", False),
+    ("PI_AI_ERROR", "The pi-ai library reported a failure no other code classifies.", False),
 )
 """Every code the library defines: code → ``ErrorCode``. Add codes; never rename or remove."""
 

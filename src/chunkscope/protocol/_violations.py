@@ -222,7 +222,8 @@ RULES: dict[str, Rule] = _rules(
     (
         "schema",
         "error",
-        "Every chunk is one of the seven chunk shapes (type, fields, field types).",
+        "Every chunk is one of the seven chunk shapes (type, fields, field types; dsh: unknown keys "
+        "ignored, image and tool-result blocks allowed).",
         _BOTH,
         (*_HI, {"type": "text-delta", "index": 0}, _usage(), _finish()),  # a delta without its text
         3,

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._chunks import _new, _set_dict, _set_extra, _set_fields_set, _set_private, describe_invalid, trusted
+from ._chunks import (
+    _new,
+    _set_dict,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+    describe_invalid,
+    parse_chunk_ignoring_unknown_keys,
+    trusted,
+)
 from ._clock import WireMarks, current_marks, marking
 from ._errors import FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY, is_unmapped
 from ._words import a, plural, type_phrase
@@ -27,6 +36,7 @@ __all__ = [
     "is_unmapped",
     "marking",
     "new_chunk",
+    "parse_chunk_ignoring_unknown_keys",
     "plural",
     "set_dict",
     "set_extra",

@@ -495,7 +495,8 @@ class AgentLoop:
                 messages.append(result.message())
                 ran = getattr(observer, "agent_tool_ran", None)
                 report = functools.partial(ran, run_id, step) if callable(ran) else None
-                async for tool_event in self._tools(result.tool_calls, step, signal, now, record, fatal, report):
+                calls = result.tool_calls
+                async for tool_event in self._tools(calls, step, signal, now, record, fatal, report):
                     yield tool_event
                 yield self._step_end(observer, run_id, now(), step, result, attempts)
                 stopped = self._stopped_by(fatal, signal, base.provider)

@@ -20,12 +20,10 @@ from typing import Any
 
 from chunkscope.protocol import (
     LlmError,
-    ReasoningDelta,
     StreamInspector,
     StreamResult,
     TextDelta,
     Timings,
-    ToolCallDelta,
     Violation,
 )
 
@@ -353,12 +351,11 @@ class Parser:
         timings = self.call.timings
         add = self.call._chunk
         for chunk in chunks:
-            if timings.first_content_s is None and isinstance(
-                chunk, (TextDelta, ReasoningDelta, ToolCallDelta)
-            ):
-                timings.first_content_s = t
-            if timings.first_text_s is None and isinstance(chunk, TextDelta):
-                timings.first_text_s = t
+            if timings.first_text_s is None and Timings.is_token(chunk):  # an empty delta is no token
+                if timings.first_content_s is None:
+                    timings.first_content_s = t
+                if isinstance(chunk, TextDelta):
+                    timings.first_text_s = t
             add(t, chunk)
 
     def finish(self, t: float, outcome: LlmError | None) -> StreamResult:

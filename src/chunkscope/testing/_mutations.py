@@ -390,14 +390,20 @@ _MALFORMED: list[Any] = [
     {"type": "bogus", "index": 0},
     {"type": "text-delta", "index": 0},
     {"type": "text-delta", "index": "0", "text": "x"},
-    {"type": "text-delta", "index": 0, "text": "x", "extra": True},
     {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": 5},
-    {"type": "block-start", "index": 0, "blockType": "image"},
+    {"type": "block-start", "index": 0, "blockType": "video"},
     {"type": "usage", "usage": {"inputTokens": 1}},
     {"type": "finish", "reason": {"kind": "done"}},
     {"index": 0, "text": "no type"},
     "text-delta",
     None,
+]
+# Malformed under strict only: dsh reads them as the reference does (unknown keys ignored, the
+# reference's image and tool-result blocks allowed).
+_MALFORMED_STRICT: list[Any] = [
+    *_MALFORMED,
+    {"type": "text-delta", "index": 0, "text": "x", "extra": True},
+    {"type": "block-start", "index": 0, "blockType": "image"},
 ]
 
 
@@ -410,7 +416,8 @@ def _break_schema(draw: st.DrawFn, profile: str) -> list[Any]:
         return [*stream.chunks[:-1], Finish(reason=FinishReason(kind=kind))]  # type: ignore[arg-type]
     stream = _base(draw, profile, usage="always")
     chunks = _mutable(stream)
-    chunks.insert(draw(st.integers(0, len(chunks))), draw(st.sampled_from(_MALFORMED)))
+    malformed = _MALFORMED_STRICT if profile == "strict" else _MALFORMED
+    chunks.insert(draw(st.integers(0, len(chunks))), draw(st.sampled_from(malformed)))
     return chunks
 
 

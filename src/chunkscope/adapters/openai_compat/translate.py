@@ -601,8 +601,8 @@ def map_finish_reason(reason: str) -> FinishReason:
     """A wire ``finish_reason`` as a finish reason: ``stop`` / ``tool_calls`` / ``length`` →
     ``stop`` / ``tool-calls`` / ``max-tokens``; anything else an ``error`` finish with the
     registered code (``content_filter`` → ``CONTENT_FILTER``, DeepSeek's
-    ``insufficient_system_resource`` → ``SERVER``) or, for a reason the package does not
-    map, the upper-cased reason (the ``<FINISH_REASON>`` family; see ``_finish``)."""
+    ``insufficient_system_resource`` → ``INSUFFICIENT_SYSTEM_RESOURCE``, retryable) or, for a
+    reason the package does not map, the upper-cased reason (the ``<FINISH_REASON>`` family)."""
     return _finish_reason(reason)
 
 

@@ -118,18 +118,20 @@ class DshAttempt:
             finish=assembler.finish if assembler.finished else None,
             error=None,
             violations=violations,
-            timings=self._timings(times),
+            timings=self._timings(times, chunks),
             profile="dsh",
         )
 
-    def _timings(self, times: list[float | None]) -> Timings:
+    def _timings(self, times: list[float | None], chunks: list[Any]) -> Timings:
         start = self.started_ms
         if start is None or not times or None in times:
             return Timings()
         rel = [(t - start) / 1000.0 for t in times]  # type: ignore[operator]
         end = self.ended_ms if self.ended_ms is not None else times[-1]
         total = max(rel[-1], (end - start) / 1000.0)  # type: ignore[operator]
-        return Timings(first_chunk_s=rel[0], chunk_times=rel, total_s=total, started_at=start / 1000.0)
+        # the first content and text deltas too: the harness's own time to first token (step start to
+        # the first delta carrying output)
+        return Timings.of_arrivals(rel, total_s=total, started_at=start / 1000.0, chunks=chunks)
 
     def __repr__(self) -> str:
         flags = "".join(

@@ -404,7 +404,7 @@ class _Reader:
         tool_calls = False
         for index, block in enumerate(blocks):
             kind = block.get("type") if type(block) is dict else None
-            if kind not in ("text", "reasoning", "tool-call"):
+            if kind not in _MESSAGE_BLOCK_KINDS:
                 continue
             tool_calls = tool_calls or kind == "tool-call"
             attempt._items.append((None, {"type": "block-start", "index": index, "blockType": kind}))
@@ -646,6 +646,11 @@ def _error_finish(failure: Any) -> dict[str, Any]:
     if type(failure) is not dict or type(failure.get("code")) is not str:
         failure = {"code": "UNKNOWN", "message": "the retry event names no failure"}
     return {"type": "finish", "reason": {"kind": "error", "failure": failure}}
+
+
+# The reference's block types an assistant message can hold (an image is forward compatible there);
+# the dsh profile lets a stream open each of them.
+_MESSAGE_BLOCK_KINDS = frozenset({"text", "reasoning", "tool-call", "image"})
 
 
 def _message_content(data: dict[str, Any]) -> list[Any]:
