@@ -3,11 +3,14 @@
 Options: ``--port N`` (default a free one), ``--host H`` (default 127.0.0.1;
 anything else listens on the network and says so loudly), ``--wire
 auto|<a wire's name>``, ``--record DIR`` (one recording per call),
-``--usage FILE.parquet`` (the usage frame, written at exit). On a terminal
+``--usage FILE.parquet`` (the usage frame, written at exit); the limits
+``--keep-bytes N``, ``--max-head-bytes N``, ``--head-timeout S``,
+``--max-connections N`` (docs/tap.md). On a terminal
 the table updates in place (rich); piped, one line per finished call.
 Ctrl-C (or SIGTERM) stops the tap cleanly: open streams end, every
 recording is complete and the usage file written before it exits 0.
-Exit 2: a bad value (one line naming the flag) or a port that cannot be listened on.
+Exit 2: a bad value (one line naming the flag), a port that cannot be listened on, or a
+recordings folder another user owns or can write to.
 
 ``chunkscope tap --replay DIR`` shows recorded calls in the same table instead
 (parsed again from their raw reads, as the tap parsed them); ``--live``
@@ -26,6 +29,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from chunkscope._wires import WIRE_FACTS
+
+from ._args import positive_count, positive_seconds
 
 if TYPE_CHECKING:
     from chunkscope.tap import Tap, TapCall, TapReplay
@@ -94,14 +99,18 @@ def run_tap(
     record: str | None = None,
     usage: str | None = None,
     live: bool | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> int:
-    """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port."""
+    """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port.
+
+    ``limits``: ``Tap``'s keyword arguments ``keep_bytes``, ``max_head_bytes``, ``head_timeout``,
+    ``max_connections``."""
     from chunkscope.tap import Tap, TapExposedWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TapExposedWarning)
         try:
-            tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
+            tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record, **(limits or {}))
         except ValueError as exc:
             print(f"chunkscope tap: {exc}", file=sys.stderr)
             return 2
@@ -114,6 +123,9 @@ def run_tap(
     gc.freeze()
     try:
         tap.start()
+    except PermissionError as exc:  # the recordings folder: another user's, or writable by others
+        print(f"chunkscope tap: --record {record}: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(
             f"chunkscope tap: --port {port}: cannot listen on {host}: {exc.strerror or exc}", file=sys.stderr
@@ -212,7 +224,34 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     )
     parser.add_argument("--record", default=None, metavar="DIR", help="write each call as a recording")
     parser.add_argument("--usage", default=None, metavar="FILE.parquet", help="write the usage frame at exit")
+    parser.add_argument(
+        "--keep-bytes",
+        type=positive_count,
+        default=None,
+        metavar="N",
+        help="bytes the listed calls keep in memory (default 64 MiB; recordings keep everything)",
+    )
+    parser.add_argument(
+        "--max-head-bytes", type=positive_count, default=None, metavar="N", help="request head size (64 KiB)"
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds for a request head (20)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=positive_count,
+        default=None,
+        metavar="N",
+        help="client connections at once, 503 beyond (default: what the file limit allows)",
+    )
     parser.set_defaults(func=_handle_tap, subcommand_parser=parser)
+
+
+_LIMITS = ("keep_bytes", "max_head_bytes", "head_timeout", "max_connections")
 
 
 def _handle_tap(args: argparse.Namespace) -> int:
@@ -231,4 +270,5 @@ def _handle_tap(args: argparse.Namespace) -> int:
         wire=args.wire,
         record=args.record,
         usage=args.usage,
+        limits={name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None},
     )
