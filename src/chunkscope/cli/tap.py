@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkscope._wires import WIRE_FACTS
 
-from ._args import positive_count, positive_seconds
+from ._args import positive_count, positive_seconds, terse_errors
 
 if TYPE_CHECKING:
     from chunkscope.tap import Tap, TapCall, TapReplay
@@ -248,6 +248,7 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="N",
         help="client connections at once, 503 beyond (default: what the file limit allows)",
     )
+    terse_errors(parser)  # a bad value: one line naming the flag, as every subcommand's
     parser.set_defaults(func=_handle_tap, subcommand_parser=parser)
 
 
