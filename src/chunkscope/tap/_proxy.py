@@ -864,6 +864,9 @@ class Tap:
             except Exception as exc:  # a parse-side defect must never stop the thread
                 if kind == "end":
                     failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
+                    spill = self._spills.pop(parser, None)
+                    if spill is not None:
+                        spill.discard()
                     parser.call._ended(StreamResult(error=failure))
                 else:
                     parser.failure = LlmError(
