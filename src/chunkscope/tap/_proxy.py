@@ -33,6 +33,16 @@ to the configured upstream (an absolute request URL is refused with 400; the
 ``Host`` header is never used for routing); upstream TLS is verified;
 redirects go back to the client; request bodies over ``max_request_bytes``
 are answered 413.
+
+Limits, so a hostile client neither grows the tap nor locks others out: a
+request head is read within ``max_head_bytes`` (431) and ``head_timeout``
+(408, an idle connection closed; one timer per request, none per read);
+connections beyond ``max_connections`` (by default what the file limit
+leaves, two descriptors each) get 503 at once; asyncio's report of a failed
+``accept`` is one line a minute. A request with two framings is refused (400).
+The calls keep their bytes within ``keep_bytes``: a call past its share
+stops appending to ``reads`` (its further reads go to a spill file beside its
+recording, on the parser thread), and ended calls leave ``calls`` oldest first.
 """
 
 from __future__ import annotations

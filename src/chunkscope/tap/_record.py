@@ -128,7 +128,7 @@ def _place(temporary: Path, folder: Path, stem: str) -> Path:
     for n in range(1, 10_000):
         path = folder / (f"{stem}.jsonl" if n == 1 else f"{stem}-{n}.jsonl")
         try:
-            os.link(temporary, path, follow_symlinks=False)  # fails on any name that exists, a link too
+            os.link(temporary, path)  # fails on any name that exists, a link too
         except FileExistsError:
             continue
         except OSError as exc:
