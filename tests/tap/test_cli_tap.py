@@ -85,8 +85,9 @@ def test_listening_beyond_loopback_warns_loudly(provider: cs.LocalProvider) -> N
     assert "WARNING" in err and "not only on loopback" in err
 
 
-def _under_file_limit(limit: int, *args: str) -> subprocess.Popen[str]:
-    """``chunkscope tap`` in a child whose soft file limit is ``limit`` (as `ulimit -n` would set)."""
+def _under_file_limit(limit: int, *args: str, hard: int | None = None) -> subprocess.Popen[str]:
+    """``chunkscope tap`` in a child whose file limit is ``limit`` (as `ulimit -n` would set; ``hard``:
+    the hard limit, by default the same)."""
     import resource
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
@@ -96,7 +97,7 @@ def _under_file_limit(limit: int, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard or limit)),
     )
 
 
@@ -136,6 +137,28 @@ def test_under_a_low_file_limit_the_default_cap_answers_503_and_nobody_is_locked
             process.kill()
     assert process.returncode == 0, err
     assert "Traceback" not in err and len(err) < 2000
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file limit")
+def test_the_command_raises_a_low_soft_file_limit_to_the_hard_one(provider: cs.LocalProvider) -> None:
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"the hard file limit here is {hard}")
+    process = _under_file_limit(128, "--upstream", provider.url, hard=hard)
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().split()[3]
+        idle = _flood(base, 200)  # more than a soft limit of 128 could serve
+        got = httpx.post(f"{base}/v1/chat/completions", json=stream_body("text"), headers=AUTH, timeout=10)
+        assert got.status_code == 200
+        for sock in idle:
+            sock.close()
+        _stop(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file limit")

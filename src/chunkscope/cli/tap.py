@@ -20,6 +20,7 @@ replays them at their original timing. Exit 2: a file that is not a recording.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import signal
 import sys
@@ -90,6 +91,20 @@ def _print_done(tap: Tap | TapReplay, shown: int) -> int:
     return shown
 
 
+def _raise_file_limit() -> None:
+    """The soft file limit up to the hard one (as Go's runtime does): this process exists to hold
+    connections, two descriptors each, and a desktop's soft 1,024 would cap them at 480."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def run_tap(
     *,
     upstream: str,
@@ -107,6 +122,7 @@ def run_tap(
     ``max_connections``."""
     from chunkscope.tap import Tap, TapExposedWarning
 
+    _raise_file_limit()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TapExposedWarning)
         try:
