@@ -293,6 +293,23 @@ def test_a_head_that_never_completes_is_cut_off_and_others_are_served(provider: 
     assert waited < 3
 
 
+def test_a_body_that_trickles_is_cut_off_and_nothing_is_forwarded() -> None:
+    heads: list[bytes] = []
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+    with (
+        raw_upstream(answer_each(answer, heads)) as (upstream, _),
+        Tap(upstream=upstream, body_timeout=0.3) as tap,
+        connect(tap) as sock,
+    ):
+        sock.sendall(_POST + b"Content-Length: 100\r\n\r\n" + b"{" * 10)
+        started = time.monotonic()
+        got = read_all(sock)
+        waited = time.monotonic() - started
+        whole = httpx.post(f"{tap.base_url}{CHAT}", json=stream_body("text"), headers=AUTH)
+    assert got.startswith(b"HTTP/1.1 408") and waited < 3
+    assert whole.status_code == 200 and len(heads) == 1 and len(tap.calls) == 1
+
+
 def test_connections_over_the_cap_are_answered_503_not_left_hanging(provider: cs.LocalProvider) -> None:
     with Tap(upstream=provider.url, max_connections=4) as tap:
         idle = [connect(tap) for _ in range(4)]

@@ -5,7 +5,7 @@ anything else listens on the network and says so loudly), ``--wire
 auto|<a wire's name>``, ``--record DIR`` (one recording per call),
 ``--usage FILE.parquet`` (the usage frame, written at exit); the limits
 ``--keep-bytes N``, ``--max-head-bytes N``, ``--head-timeout S``,
-``--max-connections N`` (docs/tap.md). On a terminal
+``--body-timeout S``, ``--max-connections N`` (docs/tap.md). On a terminal
 the table updates in place (rich); piped, one line per finished call.
 Ctrl-C (or SIGTERM) stops the tap cleanly: open streams end, every
 recording is complete and the usage file written before it exits 0.
@@ -119,7 +119,7 @@ def run_tap(
     """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port.
 
     ``limits``: ``Tap``'s keyword arguments ``keep_bytes``, ``max_head_bytes``, ``head_timeout``,
-    ``max_connections``."""
+    ``body_timeout``, ``max_connections``."""
     from chunkscope.tap import Tap, TapExposedWarning
 
     _raise_file_limit()
@@ -258,6 +258,13 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         help="seconds for a request head (20)",
     )
     parser.add_argument(
+        "--body-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds for a request body after its head (60)",
+    )
+    parser.add_argument(
         "--max-connections",
         type=positive_count,
         default=None,
@@ -268,7 +275,7 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser.set_defaults(func=_handle_tap, subcommand_parser=parser)
 
 
-_LIMITS = ("keep_bytes", "max_head_bytes", "head_timeout", "max_connections")
+_LIMITS = ("keep_bytes", "max_head_bytes", "head_timeout", "body_timeout", "max_connections")
 
 
 def _handle_tap(args: argparse.Namespace) -> int:

@@ -36,7 +36,8 @@ are answered 413.
 
 Limits, so a hostile client neither grows the tap nor locks others out: a
 request head is read within ``max_head_bytes`` (431) and ``head_timeout``
-(408, an idle connection closed; one timer per request, none per read);
+(408, an idle connection closed; one timer per request, none per read), its
+body within ``body_timeout`` (408);
 connections beyond ``max_connections`` (by default what the file limit
 leaves, two descriptors each) get 503 at once; asyncio's report of a failed
 ``accept`` is one line a minute. A request with two framings is refused (400).
@@ -78,6 +79,7 @@ from ._redact import ByteMask, mask_text, redact_headers, redact_query, secrets_
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_HEAD_TIMEOUT",
     "DEFAULT_KEEP_BYTES",
     "DEFAULT_MAX_HEAD_BYTES",
@@ -93,6 +95,8 @@ DEFAULT_MAX_HEAD_BYTES = 64 << 10
 """Largest request head (request line and headers) read, however it arrives; beyond it: 431."""
 DEFAULT_HEAD_TIMEOUT = 20.0
 """Seconds a connection may take to send a whole request head (or sit idle between requests)."""
+DEFAULT_BODY_TIMEOUT = 60.0
+"""Seconds a request's body may take to arrive after its head (8 MiB in 60 s is 140 KB/s)."""
 DEFAULT_KEEP_BYTES = 64 << 20
 """Bytes of request bodies and response reads the calls in ``Tap.calls`` keep in memory (64 MiB)."""
 
@@ -456,6 +460,11 @@ class _Client(asyncio.Protocol):
             self.refused = True
             self._close()
 
+    def _body_late(self) -> None:
+        self.timer = None
+        if not (self.closed or self.refused or self.exchange is not None or self.connecting is not None):
+            self._refuse(408, f"the request body did not arrive within {self.tap.body_timeout:g} s")
+
     def _head_fits(self, data: bytes) -> bool:
         """Count ``data`` into the head awaited; False (431 sent) once it is over ``max_head_bytes``."""
         window = self.head_tail + data
@@ -504,7 +513,8 @@ class _Client(asyncio.Protocol):
         self.started_at = time.time()
         if self.timer is not None:
             self.timer.cancel()
-            self.timer = None
+        # The body gets its own deadline: a trickled body must not hold a connection either.
+        self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
         if request.method == b"CONNECT" or not request.target.startswith(b"/"):
             # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
             self._refuse(400, "the tap is a reverse proxy for one upstream: send origin-form paths")
@@ -537,6 +547,9 @@ class _Client(asyncio.Protocol):
     def _forward(self) -> None:
         request = self.request
         assert request is not None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         tap, body = self.tap, bytes(self.body)
         exchange = _Exchange(tap, self.started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
@@ -668,6 +681,7 @@ class Tap:
     is parsed and recorded but not kept (``TapCall.reads_dropped``).
     ``max_head_bytes`` — a request head's size (431 beyond), ``head_timeout`` —
     seconds for a whole head to arrive (408, or an idle connection closed),
+    ``body_timeout`` — seconds for its body to follow (408),
     ``max_connections`` — client connections at once (503 beyond; by default
     what the file limit allows), ``max_request_bytes`` — a request body (413).
     """
@@ -688,6 +702,7 @@ class Tap:
         keep_bytes: int = DEFAULT_KEEP_BYTES,
         max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_connections: int | None = None,
     ) -> None:
         url = httpx.URL(upstream)
@@ -697,8 +712,8 @@ class Tap:
             raise ValueError(f"port must be 0..65535, not {port}")
         if min(max_request_bytes, keep_calls, keep_bytes, max_head_bytes) < 1:
             raise ValueError("max_request_bytes, keep_calls, keep_bytes and max_head_bytes must be positive")
-        if not head_timeout > 0:
-            raise ValueError(f"head_timeout must be positive seconds, not {head_timeout!r}")
+        if not (head_timeout > 0 and body_timeout > 0):
+            raise ValueError(f"head_timeout and body_timeout must be positive seconds, not {head_timeout!r}")
         if max_connections is not None and max_connections < 1:
             raise ValueError(f"max_connections must be positive, not {max_connections}")
         self.keep_calls = keep_calls
@@ -706,6 +721,7 @@ class Tap:
         self._share = max(keep_bytes // 4, 1)
         self.max_head_bytes = max_head_bytes
         self.head_timeout = float(head_timeout)
+        self.body_timeout = float(body_timeout)
         self.max_connections = max_connections if max_connections is not None else default_max_connections()
         self.upstream = url.copy_with(query=None, fragment=None)
         self._prefix = self.upstream.raw_path.rstrip(b"/")
