@@ -17,6 +17,10 @@ else: unknown flags, one-line argparse errors and a missing extra's message are
 handled here for every subcommand. The layer rule: this package may import
 every layer; nothing imports it.
 
+Ctrl-C is handled here for every subcommand too: one line (``chunkscope <command>: interrupted``)
+and exit 130, as a shell reports an interrupted command; a subcommand that has more to say
+(``record``: where the partial output is) catches it itself.
+
 A subcommand's mistakes are reported in its own terms: a bad value gets one
 line naming the flag (``--token-delay``), an unknown flag gets the subcommand's
 usage (a subparser stores itself as ``subcommand_parser`` for that), never a traceback.
@@ -88,15 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = next((word for word in words if not word.startswith("-")), "")
     try:
         return func(args)
+    except KeyboardInterrupt:
+        # Ctrl-C wherever a subcommand waits (a FIFO with no writer, stdin): one line, the shell's 130
+        print(f"chunkscope {command}: interrupted", file=sys.stderr)
+        return 130
     except ModuleNotFoundError as exc:
         # an optional dependency: one line naming the extra, and exit 2 (set-up), never 1 (violations)
         missing = as_missing_extra(exc)
         if missing is None:
             raise
-        words = sys.argv[1:] if argv is None else list(argv)
-        command = next((word for word in words if not word.startswith("-")), "")
         line = MissingExtraError(missing.extra, missing.name or "?")  # the command names what needs it
         print(f"chunkscope {command}: {line}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ __all__ = [
     "non_negative_seconds",
     "parse_port",
     "plural",
+    "positive_count",
     "positive_seconds",
     "report",
     "terse_errors",
@@ -91,6 +92,17 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An argparse ``type``: ``text`` as a whole number >= 1 (argparse names the flag)."""
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
     return value
 
 

@@ -3,11 +3,14 @@
 Options: ``--port N`` (default a free one), ``--host H`` (default 127.0.0.1;
 anything else listens on the network and says so loudly), ``--wire
 auto|<a wire's name>``, ``--record DIR`` (one recording per call),
-``--usage FILE.parquet`` (the usage frame, written at exit). On a terminal
+``--usage FILE.parquet`` (the usage frame, written at exit); the limits
+``--keep-bytes N``, ``--max-head-bytes N``, ``--head-timeout S``,
+``--body-timeout S``, ``--max-connections N`` (docs/tap.md). On a terminal
 the table updates in place (rich); piped, one line per finished call.
 Ctrl-C (or SIGTERM) stops the tap cleanly: open streams end, every
 recording is complete and the usage file written before it exits 0.
-Exit 2: a bad value (one line naming the flag) or a port that cannot be listened on.
+Exit 2: a bad value (one line naming the flag), a port that cannot be listened on, or a
+recordings folder another user owns or can write to.
 
 ``chunkscope tap --replay DIR`` shows recorded calls in the same table instead
 (parsed again from their raw reads, as the tap parsed them); ``--live``
@@ -28,6 +31,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from chunkscope._wires import WIRE_FACTS
+
+from ._args import positive_count, positive_seconds, terse_errors
 
 if TYPE_CHECKING:
     from chunkscope.tap import Tap, TapCall, TapReplay
@@ -87,6 +92,20 @@ def _print_done(tap: Tap | TapReplay, shown: int) -> int:
     return shown
 
 
+def _raise_file_limit() -> None:
+    """The soft file limit up to the hard one (as Go's runtime does): this process exists to hold
+    connections, two descriptors each, and a desktop's soft 1,024 would cap them at 480."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def run_tap(
     *,
     upstream: str,
@@ -96,9 +115,13 @@ def run_tap(
     record: str | None = None,
     usage: str | None = None,
     live: bool | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> int:
-    """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port."""
-    tap = _started_tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
+    """Run the tap until Ctrl-C or SIGTERM; 0 after a clean stop, 2 for a bad value or port.
+
+    ``limits``: ``Tap``'s keyword arguments ``keep_bytes``, ``max_head_bytes``, ``head_timeout``,
+    ``body_timeout``, ``max_connections``."""
+    tap = _started_tap(upstream=upstream, host=host, port=port, wire=wire, record=record, limits=limits)
     if tap is None:
         return 2
 
@@ -139,14 +162,17 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _started_tap(*, upstream: str, host: str, port: int, wire: str, record: str | None) -> Tap | None:
+def _started_tap(
+    *, upstream: str, host: str, port: int, wire: str, record: str | None, limits: dict[str, Any] | None
+) -> Tap | None:
     """The tap, listening; None once a bad value or port is reported (one line on stderr)."""
     from chunkscope.tap import Tap, TapExposedWarning
 
+    _raise_file_limit()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TapExposedWarning)
         try:
-            tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record)
+            tap = Tap(upstream=upstream, host=host, port=port, wire=wire, record=record, **(limits or {}))
         except ValueError as exc:
             print(f"chunkscope tap: {exc}", file=sys.stderr)
             return None
@@ -159,6 +185,9 @@ def _started_tap(*, upstream: str, host: str, port: int, wire: str, record: str 
     gc.freeze()
     try:
         tap.start()
+    except PermissionError as exc:  # the recordings folder: another user's, or writable by others
+        print(f"chunkscope tap: --record {record}: {exc}", file=sys.stderr)
+        return None
     except OSError as exc:
         print(
             f"chunkscope tap: --port {port}: cannot listen on {host}: {exc.strerror or exc}", file=sys.stderr
@@ -238,7 +267,42 @@ def add_tap_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     )
     parser.add_argument("--record", default=None, metavar="DIR", help="write each call as a recording")
     parser.add_argument("--usage", default=None, metavar="FILE.parquet", help="write the usage frame at exit")
+    parser.add_argument(
+        "--keep-bytes",
+        type=positive_count,
+        default=None,
+        metavar="N",
+        help="bytes the listed calls keep in memory (default 64 MiB; recordings keep everything)",
+    )
+    parser.add_argument(
+        "--max-head-bytes", type=positive_count, default=None, metavar="N", help="request head size (64 KiB)"
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds for a request head (20)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds for a request body after its head (60)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=positive_count,
+        default=None,
+        metavar="N",
+        help="client connections at once, 503 beyond (default: what the file limit allows)",
+    )
+    terse_errors(parser)  # a bad value: one line naming the flag, as every subcommand's
     parser.set_defaults(func=_handle_tap, subcommand_parser=parser)
+
+
+_LIMITS = ("keep_bytes", "max_head_bytes", "head_timeout", "body_timeout", "max_connections")
 
 
 def _handle_tap(args: argparse.Namespace) -> int:
@@ -257,4 +321,5 @@ def _handle_tap(args: argparse.Namespace) -> int:
         wire=args.wire,
         record=args.record,
         usage=args.usage,
+        limits={name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None},
     )

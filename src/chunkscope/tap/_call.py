@@ -86,6 +86,10 @@ class TapCall:
     result: StreamResult | None = None
     recording: str | None = None
     """The recording file's path, once written (``Tap(record=DIR)``)."""
+    recording_error: str | None = None
+    """Why the call could not be recorded (a failed write); the call's result stands."""
+    reads_dropped: int = 0
+    """Response bytes not kept in ``reads`` (past the call's share of ``Tap(keep_bytes=)``); recorded."""
     clock_start: float = 0.0
     """The request's start on the tap's clock (``now()``), so a follower can tell live time."""
     forward_failure: LlmError | None = None

@@ -26,6 +26,9 @@ __all__ = ["Body", "Head", "ProtocolFault"]
 _HEAD_END = re.compile(rb"\n\r?\n")  # h11's own blank-line rule (a bare LF is tolerated)
 _MAX_HEAD = 64 << 10  # bytes of a response head (h11's default bound is 16 KiB)
 _MAX_LINE = 4 << 10  # bytes of a chunk-size line or a trailer line
+# RFC 9112 §7.1: chunk-size = 1*HEXDIG, then BWS and extensions. Python's int(…, 16) also takes
+# "0x190", "1_90", "+5", " 5", which every client rejects: the tap would record what nobody saw.
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?")
 
 
 class ProtocolFault(Exception):
@@ -95,9 +98,14 @@ class Head:
 
     @property
     def closes(self) -> bool:
-        """The upstream closes after this response (``Connection: close``, or HTTP/1.0 without keep-alive)."""
+        """Both connections close after this response: ``Connection: close``, HTTP/1.0 without
+        keep-alive, or a head with both Transfer-Encoding and Content-Length (RFC 9112 §6.1: the
+        framing the client reads may not be the one the tap reads, so nothing may follow it)."""
         response = self.response
         assert response is not None
+        names = {name for name, _ in response.headers}
+        if b"transfer-encoding" in names and b"content-length" in names:
+            return True
         tokens = {
             token.strip().lower()
             for name, value in response.headers
@@ -176,12 +184,10 @@ class Body:
     def _ends_at(self, state: int, line: bytes) -> bool:
         """Take one chunk-size, CRLF or trailer line; True for the blank line that ends the body."""
         if state == 0:
-            try:
-                self.left = int(line.partition(b";")[0].strip(), 16)
-            except ValueError:
-                raise ProtocolFault(f"a bad chunk size line {line[:40]!r}") from None
-            if self.left < 0:
-                raise ProtocolFault("a negative chunk size")
+            hexdigits = _CHUNK_SIZE.fullmatch(line)  # RFC 9112: HEXDIG only (no 0x, _, sign or space)
+            if hexdigits is None:
+                raise ProtocolFault(f"a bad chunk size line {line[:40]!r}")
+            self.left = int(hexdigits.group(1), 16)
             self._state = 1 if self.left else 3
             return False
         if state == 2:

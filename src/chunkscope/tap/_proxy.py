@@ -33,6 +33,17 @@ to the configured upstream (an absolute request URL is refused with 400; the
 ``Host`` header is never used for routing); upstream TLS is verified;
 redirects go back to the client; request bodies over ``max_request_bytes``
 are answered 413.
+
+Limits, so a hostile client neither grows the tap nor locks others out: a
+request head is read within ``max_head_bytes`` (431) and ``head_timeout``
+(408, an idle connection closed; one timer per request, none per read), its
+body within ``body_timeout`` (408);
+connections beyond ``max_connections`` (by default what the file limit
+leaves, two descriptors each) get 503 at once; asyncio's report of a failed
+``accept`` is one line a minute. A request with two framings is refused (400).
+The calls keep their bytes within ``keep_bytes``: a call past its share
+stops appending to ``reads`` (its further reads go to a spill file beside its
+recording, on the parser thread), and ended calls leave ``calls`` oldest first.
 """
 
 from __future__ import annotations
@@ -42,8 +53,10 @@ import contextlib
 import http
 import itertools
 import json
+import logging
 import os
 import queue
+import re
 import socket
 import ssl
 import threading
@@ -61,14 +74,35 @@ from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
 from ._framing import Body, Head, ProtocolFault
-from ._record import write_recording
-from ._redact import ByteMask, redact_headers, redact_query, secrets_of
+from ._record import Spill, check_folder, next_call_id, write_recording
+from ._redact import ByteMask, mask_text, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "Tap", "TapExposedWarning"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEAD_TIMEOUT",
+    "DEFAULT_KEEP_BYTES",
+    "DEFAULT_MAX_HEAD_BYTES",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "Tap",
+    "TapExposedWarning",
+    "default_max_connections",
+]
 
 DEFAULT_MAX_REQUEST_BYTES = 8 << 20
 """Largest request body forwarded (8 MiB, as the local provider's); beyond it: 413."""
+DEFAULT_MAX_HEAD_BYTES = 64 << 10
+"""Largest request head (request line and headers) read, however it arrives; beyond it: 431."""
+DEFAULT_HEAD_TIMEOUT = 20.0
+"""Seconds a connection may take to send a whole request head (or sit idle between requests)."""
+DEFAULT_BODY_TIMEOUT = 60.0
+"""Seconds a request's body may take to arrive after its head (8 MiB in 60 s is 140 KB/s)."""
+DEFAULT_KEEP_BYTES = 64 << 20
+"""Bytes of request bodies and response reads the calls in ``Tap.calls`` keep in memory (64 MiB)."""
+
+_log = logging.getLogger("chunkscope.tap")
+_FILES_RESERVED = 64  # descriptors kept for the rest of the process: the listener, recordings, imports
+_ACCEPT_LOG_EVERY = 60.0  # seconds between two reports of failing accepts (asyncio logs each one)
 
 _HOP_BY_HOP = frozenset(
     {
@@ -89,6 +123,7 @@ _STOP_TIMEOUT = 10.0
 _CONNECT_TIMEOUT = 30.0  # as the httpx client's was; a stalled upstream *body* is the client's to time out
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _BODY_METHODS = frozenset({b"POST", b"PUT", b"PATCH"})  # those that say Content-Length: 0 when empty
+_HEAD_END = re.compile(rb"\r?\n\r?\n")  # the blank line after a request head (h11 tolerates a bare LF)
 
 
 class TapExposedWarning(UserWarning):
@@ -105,6 +140,19 @@ def _end_to_end(headers: list[tuple[bytes, bytes]], *also: str) -> list[tuple[by
     }
     drop = _HOP_BY_HOP | named | set(also)
     return [(n, v) for n, v in headers if n.decode("latin-1").lower() not in drop]
+
+
+def default_max_connections() -> int:
+    """Client connections served at once: each takes two descriptors (the client's and the upstream's),
+    so half of what the soft file limit leaves (at most 4,096), never so many that ``accept`` fails."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows: no file limit of this kind
+        return 1024
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(1, min(4096, (soft - _FILES_RESERVED) // 2))
 
 
 def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
@@ -145,6 +193,7 @@ class _Exchange:
         "call",
         "ended",
         "forwarded",
+        "kept",
         "label",
         "mask",
         "method",
@@ -153,7 +202,9 @@ class _Exchange:
         "reads",
         "request",
         "retried",
+        "share",
         "started",
+        "tap",
     )
 
     call: TapCall
@@ -165,8 +216,11 @@ class _Exchange:
         self.started = started
         self.method = method
         self.request = request  # the rewritten head and the body, as written to the upstream
+        self.tap = tap
         self.label = tap._label
         self.put = tap._queue.put_nowait
+        self.share = tap._share  # response bytes this call keeps in memory; the rest spill (or go)
+        self.kept = 0
         self.ended = False
         self.forwarded = False  # a byte of the response reached the client
         self.retried = False
@@ -186,13 +240,21 @@ class _Exchange:
         """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread."""
         t -= self.started
         mask = self.mask
-        self.reads.append((t, bytes(mask.push(body)) if mask is not None else body))
-        self.put((self.parser, "read", t, body))
+        kept = bytes(mask.push(body)) if mask is not None else body
+        self.kept += len(kept)
+        if self.kept <= self.share:
+            self.reads.append((t, kept))
+            self.put((self.parser, "read", t, body))
+        else:  # past its share: parsed and recorded (on disk), not kept in memory
+            self.call.reads_dropped += len(kept)
+            self.put((self.parser, "spill", t, (body, kept)))
 
     def end(self, outcome: LlmError | None) -> None:
         if not self.ended:
             self.ended = True
             self.put((self.parser, "end", now() - self.started, outcome))
+            call = self.call
+            self.tap._ended(call, min(self.kept, self.share) + len(call.request_body))
 
     def failure(self, exc: httpx.TransportError) -> LlmError:
         return stream_failure(exc, self.label, self.parser.secrets)
@@ -326,6 +388,10 @@ def _refusal(request: h11.Request, max_request_bytes: int) -> tuple[int, str] | 
     if request.method == b"CONNECT" or not request.target.startswith(b"/"):
         # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
         return 400, "the tap is a reverse proxy for one upstream: send origin-form paths"
+    names = {name for name, _ in request.headers}
+    if b"transfer-encoding" in names and b"content-length" in names:
+        # Two framings: whoever reads the other one sees a different next request (RFC 9112 §6.1).
+        return 400, "a request with both Transfer-Encoding and Content-Length is refused"
     length = next((v for n, v in request.headers if n == b"content-length"), None)
     if length is not None and length.isdigit() and int(length) > max_request_bytes:
         return 413, f"request body over {max_request_bytes} bytes"
@@ -349,7 +415,7 @@ class _Client(asyncio.Protocol):
     def __init__(self, tap: Tap) -> None:
         self.tap = tap
         self.transport: asyncio.Transport | None = None
-        self.h11 = h11.Connection(h11.SERVER)
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=tap.max_head_bytes)
         self.request: h11.Request | None = None
         self.started = 0.0
         self.started_at = 0.0
@@ -362,14 +428,26 @@ class _Client(asyncio.Protocol):
         self.writing_paused = False
         self.closed = False
         self.refused = False
+        self.timer: asyncio.TimerHandle | None = None  # the deadline of the head awaited
+        self.head_bytes = 0  # bytes of the head awaited, so far
+        self.head_tail = b""  # the last bytes of them: a blank line cut by a read
 
     # --- asyncio's callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport; cast, not isinstance: another loop's (uvloop's) are not asyncio's classes.
         self.transport = cast(asyncio.Transport, transport)
+        tap = self.tap
+        if len(tap._clients) >= tap.max_connections:
+            # Answered at once, never left hanging: the cap keeps descriptors free for those served.
+            self.refused = True
+            message = f"the tap serves {tap.max_connections} connections at once; try again shortly"
+            self.transport.write(_reply_bytes(503, message, close=True))
+            self.transport.close()
+            return
         _nodelay(transport)
-        self.tap._clients.add(self)
+        tap._clients.add(self)
+        self._await_head()
 
     def data_received(self, data: bytes) -> None:
         if self.refused:
@@ -397,13 +475,54 @@ class _Client(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.tap._clients.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
         self._close_upstream(
             LlmError("the client disconnected mid-response; the tap closed the upstream", "ABORTED")
         )
 
     # --- requests ---------------------------------------------------------------------
 
+    def _await_head(self) -> None:
+        """A request head is due: it must arrive whole within ``head_timeout`` (an idle connection too)."""
+        if self.timer is not None:
+            self.timer.cancel()
+        self.head_bytes = 0
+        self.head_tail = b""
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(self.tap.head_timeout, self._head_late)
+
+    def _head_late(self) -> None:
+        self.timer = None
+        if self.closed or self.refused or self.request is not None:
+            return
+        if self.head_bytes:
+            self._refuse(408, f"the request head did not arrive within {self.tap.head_timeout:g} s")
+        else:  # idle: nothing to answer
+            self.refused = True
+            self._close()
+
+    def _body_late(self) -> None:
+        self.timer = None
+        if not (self.closed or self.refused or self.exchange is not None or self.connecting is not None):
+            self._refuse(408, f"the request body did not arrive within {self.tap.body_timeout:g} s")
+
+    def _head_fits(self, data: bytes) -> bool:
+        """Count ``data`` into the head awaited; False (431 sent) once it is over ``max_head_bytes``."""
+        window = self.head_tail + data
+        found = _HEAD_END.search(window)
+        size = self.head_bytes + (found.end() - len(self.head_tail) if found is not None else len(data))
+        limit = self.tap.max_head_bytes
+        if size > limit:
+            self._refuse(431, f"the request head is over {limit} bytes")
+            return False
+        self.head_bytes = size
+        self.head_tail = window[-3:]
+        return True
+
     def _read(self, data: bytes) -> None:
+        if self.request is None and not self._head_fits(data):
+            return
         conn = self.h11
         try:
             conn.receive_data(data)
@@ -425,12 +544,19 @@ class _Client(asyncio.Protocol):
                 else:  # ConnectionClosed
                     self._close()
                     return
-        except h11.RemoteProtocolError:
-            self._refuse(400, "the tap could not parse the request as HTTP/1.1")
+        except h11.RemoteProtocolError as exc:
+            if exc.error_status_hint == 431:  # pragma: no cover - _head_fits answers first
+                self._refuse(431, f"the request head is over {self.tap.max_head_bytes} bytes")
+            else:
+                self._refuse(400, "the tap could not parse the request as HTTP/1.1")
 
     def _head(self, request: h11.Request) -> bool:
         self.started = now()
         self.started_at = time.time()
+        if self.timer is not None:
+            self.timer.cancel()
+        # The body gets its own deadline: a trickled body must not hold a connection either.
+        self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
         refusal = _refusal(request, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
@@ -448,6 +574,9 @@ class _Client(asyncio.Protocol):
     def _forward(self) -> None:
         request = self.request
         assert request is not None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         tap, body = self.tap, bytes(self.body)
         exchange = _Exchange(tap, self.started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
@@ -501,10 +630,12 @@ class _Client(asyncio.Protocol):
             return
         data, _ = self.h11.trailing_data
         rest = bytes(data) + bytes(self.pending)
-        self.h11 = h11.Connection(h11.SERVER)  # a fresh parser per request: the answer went out as raw bytes
+        # A fresh parser per request: the answer went out as raw bytes.
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.tap.max_head_bytes)
         self.request = None
         self.body = bytearray()
         self.pending = bytearray()
+        self._await_head()
         if rest:
             self._read(rest)
 
@@ -570,6 +701,16 @@ class Tap:
     name. ``host`` other than loopback listens on the network and warns.
     ``verify``: upstream TLS verification (True, or an ``ssl.SSLContext`` for a
     private CA). ``keep_calls`` bounds ``calls`` (the oldest go first).
+
+    Limits (docs/tap.md): ``keep_bytes`` — request bodies and response reads the
+    finished calls in ``calls`` keep in memory together (the oldest calls go
+    first); a call keeps at most a quarter of it of its own response, the rest
+    is parsed and recorded but not kept (``TapCall.reads_dropped``).
+    ``max_head_bytes`` — a request head's size (431 beyond), ``head_timeout`` —
+    seconds for a whole head to arrive (408, or an idle connection closed),
+    ``body_timeout`` — seconds for its body to follow (408),
+    ``max_connections`` — client connections at once (503 beyond; by default
+    what the file limit allows), ``max_request_bytes`` — a request body (413).
     """
 
     def __init__(
@@ -585,9 +726,26 @@ class Tap:
         profile: str = "strict",
         verify: bool | ssl.SSLContext = True,
         keep_calls: int = 1000,
+        keep_bytes: int = DEFAULT_KEEP_BYTES,
+        max_head_bytes: int = DEFAULT_MAX_HEAD_BYTES,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_connections: int | None = None,
     ) -> None:
         url = _checked(upstream, port, max_request_bytes, keep_calls)
+        if min(keep_bytes, max_head_bytes) < 1:
+            raise ValueError("keep_bytes and max_head_bytes must be positive")
+        if not (head_timeout > 0 and body_timeout > 0):
+            raise ValueError(f"head_timeout and body_timeout must be positive seconds, not {head_timeout!r}")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be positive, not {max_connections}")
         self.keep_calls = keep_calls
+        self.keep_bytes = keep_bytes
+        self._share = max(keep_bytes // 4, 1)
+        self.max_head_bytes = max_head_bytes
+        self.head_timeout = float(head_timeout)
+        self.body_timeout = float(body_timeout)
+        self.max_connections = max_connections if max_connections is not None else default_max_connections()
         self.upstream = url.copy_with(query=None, fragment=None)
         self._prefix = self.upstream.raw_path.rstrip(b"/")
         self.wire = wire
@@ -609,6 +767,12 @@ class Tap:
         self.calls: list[TapCall] = []
         """The latest ``keep_calls`` calls, oldest first; each fills in live (usage keeps every row)."""
         self._ids = itertools.count(1)
+        # The event loop's thread: each listed call → its bytes kept once ended (-1 while it runs).
+        self._sizes: dict[TapCall, int] = {}
+        self._ended_bytes = 0
+        self._spills: dict[Parser, Spill | None] = {}  # the parser thread's: None when spilling failed
+        self._record_failed = False
+        self._accept_failed_at: float | None = None
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
         self._parser_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
@@ -695,9 +859,28 @@ class Tap:
             clock_start=started,
         )
         self.calls.append(call)
+        self._sizes[call] = -1
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
-            del self.calls[0]
+            self._unlist(self.calls[0])
         return call, Parser(call, wire, self._label, secrets, ByteMask(secrets))
+
+    def _unlist(self, call: TapCall) -> None:
+        """``call`` leaves ``calls`` (its recording stays): the event loop's thread."""
+        self.calls.remove(call)
+        size = self._sizes.pop(call, -1)
+        if size > 0:
+            self._ended_bytes -= size
+
+    def _ended(self, call: TapCall, size: int) -> None:
+        """``call``'s last byte came (``size`` bytes kept): the oldest ended calls go past ``keep_bytes``."""
+        if call not in self._sizes:
+            return  # already out of ``calls`` (over ``keep_calls``)
+        self._sizes[call] = size
+        self._ended_bytes += size
+        sizes = self._sizes
+        while self._ended_bytes > self.keep_bytes:
+            oldest = next(c for c, n in sizes.items() if n >= 0)
+            self._unlist(oldest)
 
     # --- the parser thread ---------------------------------------------------------------
 
@@ -711,28 +894,71 @@ class Tap:
             try:
                 if kind == "read":
                     parser.read(t, value)
+                elif kind == "spill":
+                    body, kept = value
+                    self._spill(parser, t, kept)
+                    parser.read(t, body)
                 elif kind == "head":
                     call = parser.call
                     call.status = value.status_code
                     call.timings.headers_s = t
-                    call.response_headers = redact_headers(
-                        _text(_end_to_end(list(value.headers.raw_items())))
-                    )
+                    secrets = parser.secrets  # a key echoed in a header value (x-request-id: req-<key>)
+                    call.response_headers = [
+                        (name, mask_text(text, secrets) if secrets else text)
+                        for name, text in redact_headers(_text(_end_to_end(list(value.headers.raw_items()))))
+                    ]
                     parser.head()
                 else:
                     self._finish(parser, parser.finish(t, value))
             except Exception as exc:  # a parse-side defect must never stop the thread
                 if kind == "end":
                     failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
+                    spill = self._spills.pop(parser, None)
+                    if spill is not None:
+                        spill.discard()
                     parser.call._ended(StreamResult(error=failure))
                 else:
                     parser.failure = LlmError(
                         f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
                     )
 
+    def _spill(self, parser: Parser, t: float, kept: bytes) -> None:
+        """A read past the call's share: into the call's spill file when it is recorded, else gone."""
+        if self.record is None or parser.call.wire is None:
+            return
+        spills = self._spills
+        if parser not in spills:
+            try:
+                spills[parser] = Spill(self.record)
+            except OSError as exc:
+                spills[parser] = None
+                self._recording_failed(parser.call, exc)
+        spill = spills[parser]
+        if spill is not None:
+            try:
+                spill.add(t, kept)
+            except OSError as exc:
+                spill.discard()
+                spills[parser] = None
+                self._recording_failed(parser.call, exc)
+
+    def _recording_failed(self, call: TapCall, exc: OSError) -> None:
+        """Said on the call, and once per tap on stderr (the ``chunkscope.tap`` logger): never its result."""
+        call.recording_error = f"{type(exc).__name__}: {exc}"
+        if not self._record_failed:
+            self._record_failed = True
+            _log.warning(
+                "chunkscope tap: a call could not be recorded into %s (%s); the calls go on, each "
+                "failure is in its TapCall.recording_error",
+                self.record,
+                call.recording_error,
+            )
+
     def _finish(self, parser: Parser, result: StreamResult) -> None:
         call = parser.call
         call.result = result  # the usage row and the recording read it; followers end below
+        spilled = parser in self._spills
+        spill = self._spills.pop(parser, None)
         try:
             self.usage.record(
                 result,
@@ -740,9 +966,15 @@ class Tap:
                 model=call.model or "unknown",
                 tags={"via": "tap", "path": call.path.partition("?")[0]},
             )
-            if self.record is not None and call.wire is not None:
-                call.recording = str(write_recording(self.record, call, result))
+            # A call whose spill failed is not recorded: a recording is whole or not at all.
+            if self.record is not None and call.wire is not None and (spill is not None or not spilled):
+                try:
+                    call.recording = str(write_recording(self.record, call, result, spill))
+                except OSError as exc:
+                    self._recording_failed(call, exc)
         finally:
+            if spill is not None:
+                spill.discard()
             call._ended(result)
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -758,6 +990,7 @@ class Tap:
 
     async def _serve(self, sock: socket.socket, ready: threading.Event) -> None:
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._loop_exception)
         self._stopping = asyncio.Event()
         server = await loop.create_server(lambda: _Client(self), sock=sock, backlog=2048)
         self._loop = loop
@@ -771,13 +1004,35 @@ class Tap:
             for _ in range(3):
                 await asyncio.sleep(0)  # the transports' connection_lost callbacks run
 
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio reports each failed ``accept`` with a traceback (out of descriptors: one a
+        connection, ~40 MB in 12 s); the tap says it in one line a minute, everything else as asyncio."""
+        message = str(context.get("message", ""))
+        if not message.startswith("socket.accept() out of system resource"):
+            loop.default_exception_handler(context)
+            return
+        at = time.monotonic()
+        if self._accept_failed_at is None or at - self._accept_failed_at >= _ACCEPT_LOG_EVERY:
+            self._accept_failed_at = at
+            exc = context.get("exception")
+            _log.warning(
+                "chunkscope tap: cannot accept connections (%s); lower max_connections below the file "
+                "limit (ulimit -n) or raise it. Said once a minute while it lasts.",
+                exc or message,
+            )
+
     def start(self) -> Tap:
-        """Bind, serve in a background thread, return once requests are answered."""
+        """Bind, serve in a background thread, return once requests are answered.
+
+        With ``record=DIR``: ``PermissionError`` (one line) for a folder another user owns
+        or can write to; call ids go on after the recordings it holds.
+        """
         with self._lock:
             if self.running:
                 return self
             if self.record is not None:
-                self.record.mkdir(parents=True, exist_ok=True)
+                check_folder(self.record)
+                self._ids = itertools.count(max(next(self._ids), next_call_id(self.record)))
             self._ssl = self._ssl_context()
             bind = "127.0.0.1" if self.host == "localhost" else self.host
             family = socket.AF_INET6 if ":" in bind else socket.AF_INET
