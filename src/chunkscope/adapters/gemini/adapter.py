@@ -74,6 +74,7 @@ class GeminiAdapter(SseAdapter):
     path = "/v1beta/models"
     api_name = "Gemini API"
     default_api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    framing = CrlfSseDecoder  # a copy-free path for the CRLF the Gemini API frames with
 
     def __init__(
         self,
@@ -139,10 +140,6 @@ class GeminiAdapter(SseAdapter):
     def wire_headers(self, key: str) -> dict[str, str]:
         """``x-goog-api-key`` (the key never goes in the URL)."""
         return {"x-goog-api-key": key}
-
-    def decoder(self) -> CrlfSseDecoder:
-        """The SSE framing, with a copy-free path for the CRLF the Gemini API frames with."""
-        return CrlfSseDecoder(self.max_event_bytes)
 
     def translator(self, secrets: tuple[str, ...]) -> GeminiTranslator:
         """A fresh translator for one response."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from chunkscope.protocol import (
     AnyChunk,
@@ -64,6 +64,7 @@ from .._finish import finish_failure
 __all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole"]
 
 _DONE = "[DONE]"
+"""The chat-completions stream's terminator: an SSE data text that is not JSON."""
 # The decoder's scanner, which ``json.loads`` ends up calling through ``raw_decode``: the same C
 # parser without the Python frames around it, ~1 µs less per event than ``json.loads``. It
 # raises StopIteration where there is no JSON value at all; ``_parse_slowly`` then says why.
@@ -205,6 +206,9 @@ class OpenAITranslator:
     fields and keeps one policy of its own: the live tool call holds back everything
     else until its arguments are complete (``queue``).
     """
+
+    terminators: ClassVar[frozenset[str]] = frozenset({_DONE})
+    """The data texts that end this wire's stream without being JSON (the wire reader asks)."""
 
     def __init__(
         self,
