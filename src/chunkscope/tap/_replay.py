@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -250,7 +251,9 @@ def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parse
     headers_s = _seconds(recorded.get("timings", {}).get("headers_s"))
     call.timings.headers_s = headers_s
     # No credential survives in a recording (masked when written), so there is none to mask.
-    return call, Parser(call, wire, f"the recording {path.name}", (), ByteMask(()))
+    route = call.path.partition("?")[0]
+    streams = wire is not None and wire.asks_stream(route, _json(call.request_body))
+    return call, Parser(call, wire, f"the recording {path.name}", (), ByteMask(()), expect_stream=streams)
 
 
 def _began(recording: Recording) -> float | None:
@@ -276,6 +279,14 @@ def _wire(name: Any) -> Wire | None:
         return wire_named(name)
     except ValueError:
         return None  # a provider's name (RecordingAdapter's), not a wire the tap parses
+
+
+def _json(body: bytes) -> Any:
+    """A recorded request body's JSON value (None when it is none), to tell what it asked for."""
+    try:
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _text(value: Any, default: str) -> str:

@@ -43,7 +43,6 @@ WholeReader = Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReaso
 
 _NONE: frozenset[str] = frozenset()
 _INFLATE_PIECE = 1 << 20  # decompressed bytes handled per step: peak memory stays near the limits
-_ZSTD_SLICE = 256  # compressed bytes fed per zstd step (its API has no output bound; this bounds it)
 
 
 class Translator(Protocol):
@@ -83,20 +82,13 @@ class Decoder(Protocol):
     def end(self) -> list[Any]: ...
 
 
-def _zstd_decompressobj() -> Any | None:
-    try:
-        import zstandard
-    except ImportError:  # the usage extra's; without it a zstd body is refused by name
-        return None
-    return zstandard.ZstdDecompressor().decompressobj()
-
-
 class Inflater:
     """Raw body bytes → decoded bytes in bounded pieces, counting toward ``limit``.
 
-    gzip and deflate (zlib-wrapped or raw) inflate ``max_length`` bytes at a time; zstd (when
-    zstandard is installed) by small slices of its input. Past ``limit`` decoded bytes, or a
-    body that does not decompress: ``ValueError`` (the reader's ``MALFORMED_RESPONSE``).
+    gzip and deflate (zlib-wrapped or raw) inflate ``max_length`` bytes at a time, so a
+    compression bomb never inflates whole. Past ``limit`` decoded bytes, or a body that does
+    not decompress: ``ValueError`` (the reader's ``MALFORMED_RESPONSE``). Another encoding
+    (br, zstd: never asked for by an adapter) is refused by name when the head arrives.
     """
 
     __slots__ = ("_inflater", "_started", "encoding", "limit", "total")
@@ -114,12 +106,11 @@ class Inflater:
             self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
         elif encoding == "deflate":
             self._inflater = zlib.decompressobj()
-        elif encoding == "zstd":
-            self._inflater = _zstd_decompressobj()
-            if self._inflater is None:
-                raise ValueError("a body in content-encoding 'zstd', which needs zstandard to be read")
         elif encoding not in self.SUPPORTED:
-            raise ValueError(f"a body in content-encoding {encoding!r}, which was not asked for")
+            raise ValueError(
+                f"a body in content-encoding {encoding!r}, which chunkscope does not decode "
+                "(it asks for and reads gzip and deflate)"
+            )
 
     def _count(self, n: int) -> None:
         self.total += n
@@ -132,9 +123,6 @@ class Inflater:
         if inflater is None:
             self._count(len(raw))
             yield raw
-            return
-        if self.encoding == "zstd":
-            yield from self._zstd(raw)
             return
         data = raw
         while data:
@@ -155,16 +143,6 @@ class Inflater:
             if inflater.eof:
                 break
 
-    def _zstd(self, raw: bytes) -> Iterator[bytes]:
-        for at in range(0, len(raw), _ZSTD_SLICE):
-            try:
-                out = self._inflater.decompress(raw[at : at + _ZSTD_SLICE])
-            except Exception as exc:  # zstandard.ZstdError; the module may be absent for mypy
-                raise ValueError(f"the zstd body cannot be decompressed: {exc}") from None
-            if out:
-                self._count(len(out))
-                yield out
-
 
 def _complete(event: Any, terminators: frozenset[str]) -> bool:
     """Whether an event cut off by the body's end is whole: an SSE event whose data is a whole
@@ -180,6 +158,23 @@ def _complete(event: Any, terminators: frozenset[str]) -> bool:
     except ValueError:
         return False
     return True
+
+
+class _Unread:
+    """The translator and decoder of a response no wire reads (only an error answer's code)."""
+
+    done = True
+    request_id: str | None = None
+    failure: ValueError | None = None
+
+    def feed(self, data: Any) -> list[Any]:
+        return []
+
+    def end(self) -> list[Any]:
+        return []
+
+    def salvage(self) -> list[AnyChunk]:
+        return []
 
 
 class WireReader:
@@ -254,6 +249,12 @@ class WireReader:
         self._inflater: Inflater | None = None
         self._body = bytearray()
 
+    @classmethod
+    def unparsed(cls, label: str, secrets: tuple[str, ...] = ()) -> WireReader:
+        """A reader for a response of no known wire: an error answer gets its code, nothing else."""
+        unread = _Unread()
+        return cls(unread, unread, label=label, secrets=secrets, media_type="(none)", expect_stream=False)
+
     # --- the head --------------------------------------------------------------------------
 
     def head(self, status: int, headers: Mapping[str, str]) -> None:
@@ -276,8 +277,10 @@ class WireReader:
             )
         elif refused is not None:
             self._fail(f"{self.label} sent {refused}")
-        else:
-            self.kind = "stream" if content_type == self.media_type else "whole"
+        elif content_type == self.media_type:
+            self.kind = "stream"
+        elif self.read_whole is not None:
+            self.kind = "whole"
 
     def _fail(self, message: str) -> None:
         status = self.status or None
