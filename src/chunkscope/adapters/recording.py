@@ -8,7 +8,10 @@ adapters on either side of it.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import json
 import math
 import os
 import time
@@ -27,11 +30,19 @@ from chunkscope.sources.recording import (
     recording_line,
 )
 
-from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter
+from ._base import OPTIONAL_OPTIONS, AbortSignal, GenerateOptions, LlmAdapter
+from ._core.reader import WireReader
 from ._wrapping import WrappingAdapter
 from .scripted import Sleep, pause_or_abort
 
-__all__ = ["FORMAT_VERSION", "Recording", "RecordingAdapter", "RecordingFileError", "ReplayAdapter"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Recording",
+    "RecordingAdapter",
+    "RecordingFileError",
+    "ReplayAdapter",
+    "recorded_reader",
+]
 
 
 class RecordingAdapter(WrappingAdapter):
@@ -126,7 +137,9 @@ class ReplayAdapter(LlmAdapter):
     code, message, status, retry delay and request id). The file is read at
     each ``stream()`` call; the options' model and provider are not checked
     against it. ``sleep`` replaces ``asyncio.sleep`` (tests inject a fake).
-    The signal is honoured (``ABORTED``).
+    The signal is honoured (``ABORTED``). A tap's recording, which holds the raw
+    response reads, is read again through the wire's own reader (the one every
+    adapter streams through), each read at its recorded time.
     """
 
     provider = "replay"
@@ -158,6 +171,11 @@ class ReplayAdapter(LlmAdapter):
         recording = Recording.read(self.path)
         signal = options.signal
         scale = None if self.speed is None or math.isinf(self.speed) else 1.0 / self.speed
+        reader = recorded_reader(recording, f"the recording {os.path.basename(self.path)}")
+        if reader is not None:  # the tap's raw reads: read again, as the wire's adapter reads them
+            async for reread in self._reread(recording, reader, scale, signal):
+                yield reread
+            return
         previous = 0.0
         for t, chunk in _schedule(recording):
             if scale is not None and t > previous:
@@ -169,6 +187,76 @@ class ReplayAdapter(LlmAdapter):
                 yield cast(AnyChunk, chunk)
         if recording.error is not None:
             raise LlmError.from_failure(recording.error)
+
+
+    async def _reread(
+        self, recording: Recording, reader: WireReader, scale: float | None, signal: AbortSignal | None
+    ) -> AsyncIterator[AnyChunk]:
+        """A tap recording's reads through the wire reader, each at its recorded time."""
+        previous = 0.0
+        for t, data in recording.reads:
+            if scale is not None and t > previous:
+                await pause_or_abort((t - previous) * scale, self._sleep, signal)
+            previous = max(previous, t)
+            if signal is not None:
+                signal.throw_if_aborted()
+            was_done = reader.done
+            for chunk in reader.feed(data):
+                yield chunk
+            if reader.done and not was_done:
+                for chunk in reader.final:
+                    yield chunk
+        tail, error = reader.close(_forward_failure(recording))
+        for chunk in tail:
+            yield chunk
+        if error is not None:
+            raise error
+
+
+def recorded_reader(recording: Recording, label: str) -> WireReader | None:
+    """The wire reader for a tap recording's raw reads, its head already read; None for a
+    recording of chunks (``RecordingAdapter``'s) or of no wire chunkscope reads."""
+    header = recording.header
+    recorded = header.get("tap")
+    provider = header.get("provider")
+    if not recording.reads or not isinstance(recorded, dict) or not isinstance(provider, str):
+        return None
+    from .wires import WIRES  # the wire table loads every adapter: only for a tap recording
+
+    wire = WIRES.get(provider)
+    if wire is None:
+        return None
+    path = str(header.get("path") or "").partition("?")[0]
+    reader = wire.reader(label, expect_stream=wire.asks_stream(path, _request_json(recorded)))
+    pairs = recorded.get("response_headers")
+    headers = {str(n).lower(): str(v) for n, v in pairs} if isinstance(pairs, list) else {}
+    status = header.get("status")
+    reader.head(status if isinstance(status, int) else 0, headers)
+    return reader
+
+
+def _request_json(recorded: dict[str, Any]) -> Any:
+    """The recorded request body's JSON value, None when there is none (or it is not JSON)."""
+    text = recorded.get("request_body")
+    try:
+        if isinstance(text, str):
+            return json.loads(text)
+        encoded = recorded.get("request_body_base64")
+        return json.loads(base64.b64decode(encoded, validate=True)) if isinstance(encoded, str) else None
+    except (ValueError, RecursionError, binascii.Error):
+        return None
+
+
+def _forward_failure(recording: Recording) -> LlmError | None:
+    """How the recorded call's forwarding ended (a drop, an abort), None when it went well."""
+    recorded = recording.header.get("tap")
+    failure = recorded.get("forward_failure") if isinstance(recorded, dict) else None
+    if not isinstance(failure, dict):
+        return None
+    try:
+        return LlmError.from_failure(LlmFailure.model_validate(failure))
+    except ValueError:  # pydantic's ValidationError: a hand-edited file; the reads still say most
+        return None
 
 
 def _schedule(recording: Recording) -> list[tuple[float, AnyChunk | dict[str, Any] | None]]:

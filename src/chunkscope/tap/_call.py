@@ -322,18 +322,14 @@ class Parser:
         kind = self.kind
         error = self.failure
         if error is None and reader is not None:
-            error = reader.error
-        if error is None and reader is not None:
-            ended = self._end(t, reader) if outcome is None or outcome.code == "ABORTED" else None
-            if outcome is None:
-                error = ended
-            elif kind == "stream" and ended is None and reader.done:
-                # The SDKs close as soon as they have read the wire's last event ([DONE],
-                # message_stop): a stream whose forwarded bytes already end it is whole.
-                outcome = None
-        if outcome is not None:
-            if kind == "stream" and error is None and outcome.code != "ABORTED" and reader is not None:
-                self._add(t, reader.salvage())
+            self._t = t
+            try:
+                chunks, error = reader.close(outcome)
+            except Exception as exc:
+                error = self._defect(exc, " at the end")
+            else:
+                self._add(t, chunks)
+        elif outcome is not None:
             error = outcome  # what happened on the wire explains the rest
         # Only a stream has a grammar to check; a whole or error answer has no chunks to judge.
         result = call._inspector.result(error) if kind == "stream" else StreamResult(error=error)
@@ -345,18 +341,6 @@ class Parser:
         timings.first_content_s, timings.first_text_s = seen.first_content_s, seen.first_text_s
         result.timings = timings
         return result
-
-    def _end(self, t: float, reader: WireReader) -> LlmError | None:
-        """The body's end, read: the chunks it completes added; the reader's ending returned."""
-        self._t = t
-        try:
-            self._add(t, reader.end())
-        except Exception as exc:
-            return self._defect(exc, " at the end")
-        if reader.done and not self._final:
-            self._final = True
-            self._add(t, reader.final)
-        return reader.error
 
 
 def _masked(event: Any, secrets: tuple[str, ...]) -> Any:

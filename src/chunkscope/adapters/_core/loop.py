@@ -368,7 +368,8 @@ def _failure(
     cause = guard.cause
     if cause is not None:
         return [], _final(cause, secrets, rid), None
-    return [], _final(transport_error(exc, label=label, secrets=secrets), secrets, rid), exc
+    error = transport_error(exc, label=label, secrets=secrets)
+    return reader.salvage(), _final(error, secrets, rid), exc  # a drop: as the reader's close() ends it
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

@@ -395,6 +395,25 @@ class WireReader:
             self._failed(exc, out)
         return out
 
+    def close(self, failure: LlmError | None = None) -> tuple[list[AnyChunk], LlmError | None]:
+        """The body ended, cleanly (``failure`` None) or as ``failure`` says (a drop, an abort):
+        the chunks its end completes (the terminator's included) and the response's error.
+
+        A drop keeps what the translator salvages and is the error; an abort still reads what
+        arrived (an SDK closes as soon as it has the terminator: such a stream is whole).
+        """
+        if self.error is not None:
+            return [], self.error
+        if failure is not None and failure.code != "ABORTED":
+            return self.salvage(), failure
+        was_done = self.done
+        chunks = self.end()
+        if self.done and not was_done:
+            chunks += self.final
+        if failure is not None and not (self.kind == "stream" and self.done and self.error is None):
+            return chunks, failure
+        return chunks, self.error
+
     def salvage(self) -> list[AnyChunk]:
         """The translator's chunks written before a failure the driver saw (a dropped connection)."""
         return self.translator.salvage() if self.kind == "stream" else []
