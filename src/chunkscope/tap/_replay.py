@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from chunkscope.protocol import LlmError, LlmFailure, StreamResult, Timings
+from chunkscope.protocol import LlmError, LlmFailure, StreamInspector, StreamResult, Timings
 from chunkscope.sources.recording import Recording, RecordingFileError
 from chunkscope.usage import UsageLog
 
@@ -66,7 +66,8 @@ class TapReplay:
     Every file is read through once first, so a bad one is reported before
     anything is shown; then each is read again at its turn, and ``calls`` keeps
     the latest ``keep_calls`` (``usage`` keeps every row), so memory stays
-    bounded by what is shown, not by the folder.
+    bounded by what is shown, not by the folder. ``profile``: the rule profile
+    each call is checked under, as ``Tap(profile=...)``.
     """
 
     def __init__(
@@ -76,9 +77,12 @@ class TapReplay:
         live: bool = False,
         usage: UsageLog | None = None,
         keep_calls: int = 1000,
+        profile: str = "strict",
     ) -> None:
         if keep_calls < 1:
             raise ValueError("keep_calls must be positive")
+        StreamInspector(profile)  # an unknown profile is refused here
+        self.profile = profile
         if isinstance(source, (str, os.PathLike)):
             folder = Path(source)
             paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
@@ -109,7 +113,7 @@ class TapReplay:
         first = next((start for start, _, _ in self._order if start is not None), 0.0)
         for number, (start, _, path) in enumerate(self._order, 1):
             recording = Recording.read(path)
-            call, parser = _call(number, path, recording)
+            call, parser = _call(number, path, recording, self.profile)
             yield _Planned(call, parser, recording, max(0.0, (start or first) - first))
 
     def _show(self, planned: _Planned) -> None:
@@ -224,7 +228,7 @@ def _order(paths: list[Path]) -> list[tuple[float | None, str, Path]]:
     return order
 
 
-def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parser | None]:
+def _call(number: int, path: Path, recording: Recording, profile: str) -> tuple[TapCall, Parser | None]:
     """The recording's call, before anything of its answer; its parser when it holds raw reads."""
     header = recording.header
     recorded = header.get("tap")
@@ -245,6 +249,7 @@ def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parse
         timings=TapTimings(),
         clock_start=now(),
         recording=str(path),
+        profile=profile,
     )
     if not recorded or (not recording.reads and recording.entries):
         return call, None  # chunks only (RecordingAdapter's recording, or an older tap's)
