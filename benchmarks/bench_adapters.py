@@ -44,7 +44,7 @@ import httpx
 from httpx_sse import EventSource
 
 from chunkscope.adapters import AnthropicAdapter, GenerateOptions, OpenAICompatAdapter
-from chunkscope.adapters._sse import SseDecoder
+from chunkscope.adapters._core import SseDecoder
 from chunkscope.protocol import Checker, validated
 
 MODEL = "deepseek-v4-flash"
