@@ -191,7 +191,7 @@ class EventStreamAdapter(LlmAdapter):
                 rid = request_id(response.headers, secrets)
                 reader.translator.request_id = rid
                 raw_reads = await self._accept(guard, response, reader)
-                feed = reader.feed
+                each = reader.each
                 marks = current_marks()  # the timer's marks, until the first event is marked
                 if marks is not None:
                     reader._on_event = marks.event
@@ -212,11 +212,12 @@ class EventStreamAdapter(LlmAdapter):
                         marks.byte()
                         if reader.started:
                             marks = None  # one local test per read from here on
-                    for chunk in feed(raw):
-                        yield chunk
-                        # guard.check(), inlined: this runs once per chunk
-                        if guard.cause is not None or (signal is not None and signal.aborted):
-                            guard.check()
+                    for chunks in each(raw):
+                        for chunk in chunks:
+                            yield chunk
+                            # guard.check(), inlined: this runs once per chunk
+                            if guard.cause is not None or (signal is not None and signal.aborted):
+                                guard.check()
                     if reader.error is not None:
                         raise reader.error
                     if reader.done:

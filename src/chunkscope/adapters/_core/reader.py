@@ -22,7 +22,7 @@ from the same bytes, however the bytes are cut into reads, because only this mod
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, TokenUsage
@@ -294,14 +294,28 @@ class WireReader:
             if self.kind != "none" and self.error is None:
                 self._keep(raw)
             return []
-        if self.done or self.error is not None:
-            return []  # read on only so the connection can be reused
         out: list[AnyChunk] = []
+        for chunks in self.each(raw):
+            out += chunks
+        return out
+
+    def each(self, raw: bytes) -> Iterator[list[AnyChunk]]:
+        """``feed`` one event at a time: the chunks of each event ``raw`` completes, as it is
+        translated (an adapter hands them on at once; a big read never piles up its chunks).
+        Only for a stream's body (``kind == "stream"``)."""
+        if self.done or self.error is not None:
+            return  # read on only so the connection can be reused
         translator, decoder, mask = self.translator, self.decoder, self._mask
         feed = translator.feed
-        assert self._inflater is not None
+        inflater = self._inflater
+        assert inflater is not None
         try:
-            for piece in self._inflater.pieces(raw):
+            if inflater._inflater is None:  # a plain body (the usual): no generator per read
+                inflater._count(len(raw))
+                pieces: Iterable[bytes] = (raw,)
+            else:
+                pieces = inflater.pieces(raw)
+            for piece in pieces:
                 events = decoder.feed(piece)
                 if events:
                     if not self.started:
@@ -313,13 +327,14 @@ class WireReader:
                         if translator.done:
                             self.final = chunks
                             self.done = True
-                            return out
-                        out += chunks
+                            return
+                        yield chunks
                 if decoder.failure is not None:
                     raise decoder.failure
         except (LlmError, ValueError) as exc:
-            self._failed(exc, out)
-        return out
+            salvage: list[AnyChunk] = []
+            self._failed(exc, salvage)
+            yield salvage
 
     def _first_event(self) -> None:
         self.started = True
