@@ -47,6 +47,10 @@ class WireFacts:
             model is the body's ``model``.
         reasoning_tokens: whether the wire reports reasoning tokens apart from the output
             (Bedrock's usage has no such field: its reasoning stays inside ``outputTokens``).
+        media_type: the content type of its streamed answer (what an adapter asks for and
+            requires, what the tap recognises a stream by).
+        credential_headers: the request headers that carry its credential (the tap never
+            stores their values).
     """
 
     name: str
@@ -61,6 +65,8 @@ class WireFacts:
     whole_path: str = ""
     model_in_path: str = ""
     reasoning_tokens: bool = True
+    media_type: str = "text/event-stream"
+    credential_headers: tuple[str, ...] = ("authorization",)
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -91,6 +97,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+            credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
             name="responses",
@@ -115,6 +122,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
+            credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
         ),
         WireFacts(
             name="bedrock",
@@ -129,6 +137,15 @@ WIRE_FACTS: dict[str, WireFacts] = {
             whole_path="/converse",
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,
+            media_type="application/vnd.amazon.eventstream",
+            # a bearer API key, or SigV4's signature, its credential scope and session token
+            credential_headers=(
+                "authorization",
+                "x-amz-security-token",
+                "x-amz-signature",
+                "x-amz-credential",
+                "x-amz-content-sha256",
+            ),
         ),
     )
 }

@@ -30,7 +30,7 @@ from __future__ import annotations
 from .credential import Credential
 from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent
 from .guard import DRAIN_SECONDS
-from .loop import EventStreamAdapter, SseAdapter
+from .loop import EventStreamAdapter, SseAdapter, StreamOptions
 from .reader import Decoder, Inflater, Translator, WireReader
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "EventStreamAdapter",
     "Inflater",
     "SseAdapter",
+    "StreamOptions",
     "SseDecoder",
     "SseEvent",
     "Translator",

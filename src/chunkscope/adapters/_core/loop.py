@@ -14,10 +14,11 @@ import json
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import httpx
 
+from chunkscope._wires import WireFacts
 from chunkscope.protocol import AnyChunk, LlmError
 from chunkscope.protocol._clock import current_marks
 
@@ -35,7 +36,7 @@ from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from .guard import _Guard, _Stopped
 from .reader import Decoder, Translator, WireReader
 
-__all__ = ["Decoder", "EventStreamAdapter", "SseAdapter", "Translator"]
+__all__ = ["Decoder", "EventStreamAdapter", "SseAdapter", "StreamOptions", "Translator"]
 
 _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
 
@@ -62,12 +63,26 @@ def _check_limits(
         raise ValueError("max_event_bytes and max_body_bytes must be positive")
 
 
+class StreamOptions(TypedDict, total=False):
+    """The constructor options every ``EventStreamAdapter`` takes (after ``base_url``, ``api_key``);
+    a wire's adapter adds its own and passes these on (``**options: Unpack[StreamOptions]``)."""
+
+    http_client: httpx.AsyncClient | None
+    idle_timeout: float | None
+    total_timeout: float | None
+    headers: Mapping[str, str] | None
+    api_key_env: str | None
+    max_event_bytes: int
+    max_body_bytes: int
+
+
 class EventStreamAdapter(LlmAdapter):
     """An adapter for a wire that answers a JSON POST with a stream of events (SSE, or
     Bedrock's binary event stream: the wire's ``framing`` decides).
 
-    Subclasses set ``path`` (appended to ``base_url``), ``api_name`` (errors
-    say "<api_name> at <host>") and implement ``request_body(options)``,
+    Subclasses set ``wire`` (their row of the wire table: the provider name, the key
+    variables, the media type and, unless they set ``path``, the request path come from it),
+    ``api_name`` (errors say "<api_name> at <host>") and implement ``request_body(options)``,
     ``wire_headers(key)`` and ``translator(secrets)``; everything else is
     here. Constructor arguments shared by every wire: ``base_url``,
     ``api_key`` (else the ``api_key_env`` variable, read per stream),
@@ -78,6 +93,8 @@ class EventStreamAdapter(LlmAdapter):
     never removed), ``max_event_bytes`` and ``max_body_bytes``.
     """
 
+    wire: ClassVar[WireFacts | None] = None
+    """The adapter's row of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
     path: ClassVar[str] = ""
     api_name: ClassVar[str] = "API"
     default_api_key_env: ClassVar[str | tuple[str, ...] | None] = None
@@ -85,6 +102,18 @@ class EventStreamAdapter(LlmAdapter):
     """The media type of the streamed answer (sent as Accept, required of the response)."""
     framing: ClassVar[Callable[[int], Decoder]] = SseDecoder
     """The wire's framing decoder, built with the largest event it takes (the tap reads it too)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        facts = cls.__dict__.get("wire")
+        if facts is None:
+            return
+        # One home for each fact: the row says them, the adapter reads them.
+        cls.provider = facts.provider
+        cls.default_api_key_env = facts.key_variables
+        cls.content_type = facts.media_type
+        if "path" not in cls.__dict__:
+            cls.path = facts.request_path
 
     def __init__(
         self,
