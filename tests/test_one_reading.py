@@ -8,7 +8,7 @@ a. by the wire's adapter over loopback HTTP, and over a transport that cuts the 
    3-byte reads;
 b. through the tap, with httpx as the client in front of it;
 c. from the tap's recording: ``TapReplay`` and ``ReplayAdapter``, with the recorded reads as
-   they came and cut into 3-byte reads;
+   they came and cut into 3-byte reads, and ``recording_result`` (what usage frames read);
 
 and every reading must give the same chunks, text, tool calls, usage, finish, error code and
 violations. (``fault-stall`` is left out: its code is the reader's own idle timeout — the
@@ -36,6 +36,7 @@ import httpx
 import pytest
 
 import chunkscope as cs
+from chunkscope.adapters.recording import Recording, recording_result
 from chunkscope.adapters.wires import WIRES, Wire, wire_named
 from chunkscope.provider import SCENARIOS
 from chunkscope.tap import Tap, TapReplay
@@ -342,6 +343,7 @@ def test_an_adapter_the_tap_and_a_replay_read_the_same_bytes_alike(world: World,
     results["tap, httpx in front"] = call.result
     results["TapReplay of the recording"] = TapReplay(call.recording).calls[0].result
     results[f"TapReplay, {CUT}-byte reads"] = TapReplay(cut_recording).calls[0].result
+    results["recording_result (usage frames)"] = recording_result(Recording.read(call.recording))
     seen = {how: _seen(result) for how, result in results.items()}
     expected = seen["adapter, loopback"]
     for how, reading in seen.items():

@@ -15,10 +15,11 @@ import json
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
+from chunkscope.protocol import StreamResult, Timings, collect
 from chunkscope.protocol._chunks import AnyChunk, LlmFailure
 from chunkscope.protocol._errors import LlmError
 from chunkscope.sources.recording import (
@@ -30,7 +31,7 @@ from chunkscope.sources.recording import (
     recording_line,
 )
 
-from ._base import OPTIONAL_OPTIONS, AbortSignal, GenerateOptions, LlmAdapter
+from ._base import OPTIONAL_OPTIONS, GenerateOptions, LlmAdapter
 from ._core.reader import WireReader
 from ._wrapping import WrappingAdapter
 from .scripted import Sleep, pause_or_abort
@@ -42,7 +43,13 @@ __all__ = [
     "RecordingFileError",
     "ReplayAdapter",
     "recorded_reader",
+    "recording_result",
+    "recording_started",
+    "replay_steps",
+    "run_now",
 ]
+
+_T = TypeVar("_T")
 
 
 class RecordingAdapter(WrappingAdapter):
@@ -171,13 +178,8 @@ class ReplayAdapter(LlmAdapter):
         recording = Recording.read(self.path)
         signal = options.signal
         scale = None if self.speed is None or math.isinf(self.speed) else 1.0 / self.speed
-        reader = recorded_reader(recording, f"the recording {os.path.basename(self.path)}")
-        if reader is not None:  # the tap's raw reads: read again, as the wire's adapter reads them
-            async for reread in self._reread(recording, reader, scale, signal):
-                yield reread
-            return
         previous = 0.0
-        for t, chunk in _schedule(recording):
+        for t, chunk in replay_steps(recording, f"the recording {os.path.basename(self.path)}"):
             if scale is not None and t > previous:
                 await pause_or_abort((t - previous) * scale, self._sleep, signal)
             previous = max(previous, t)
@@ -185,32 +187,100 @@ class ReplayAdapter(LlmAdapter):
                 signal.throw_if_aborted()
             if chunk is not None:
                 yield cast(AnyChunk, chunk)
+
+
+Step = tuple[float, AnyChunk | dict[str, Any] | None]
+"""One step of a replay: a chunk at its recorded time, or (None) the recorded failure's time."""
+
+
+def replay_steps(recording: Recording, label: str) -> Iterator[Step]:
+    """The one replay of a recording: ``(t, chunk)`` for each chunk at its recorded time, then
+    ``(t, None)`` at the time of a recorded failure, which is raised last (as ``LlmError``).
+
+    A tap's recording (raw reads) is read again through its wire's reader, each read's chunks
+    at its time, ending as the forwarding ended (a drop, an abort); any other recording gives
+    the chunks it holds. ``ReplayAdapter`` paces these steps, ``recording_result`` collects them.
+    """
+    reader = recorded_reader(recording, label)
+    if reader is None:
+        yield from recording.entries
         if recording.error is not None:
+            yield recording.error_t or 0.0, None  # the error waits for its recorded time too
             raise LlmError.from_failure(recording.error)
+        return
+    t = 0.0
+    for t, data in recording.reads:
+        was_done = reader.done
+        for chunk in reader.feed(data):
+            yield t, chunk
+        if reader.done and not was_done:
+            for chunk in reader.final:
+                yield t, chunk
+    end = max(t, _recorded_total(recording))
+    tail, error = reader.close(_forward_failure(recording))
+    for chunk in tail:
+        yield end, chunk
+    if error is not None:
+        yield end, None
+        raise error
 
 
-    async def _reread(
-        self, recording: Recording, reader: WireReader, scale: float | None, signal: AbortSignal | None
-    ) -> AsyncIterator[AnyChunk]:
-        """A tap recording's reads through the wire reader, each at its recorded time."""
-        previous = 0.0
-        for t, data in recording.reads:
-            if scale is not None and t > previous:
-                await pause_or_abort((t - previous) * scale, self._sleep, signal)
-            previous = max(previous, t)
-            if signal is not None:
-                signal.throw_if_aborted()
-            was_done = reader.done
-            for chunk in reader.feed(data):
+def _recorded_total(recording: Recording) -> float:
+    """The recorded call's whole duration (the tap's ``total_s``), 0 when it has none."""
+    recorded = recording.header.get("tap")
+    timings = recorded.get("timings") if isinstance(recorded, dict) else None
+    total = timings.get("total_s") if isinstance(timings, dict) else None
+    if not isinstance(total, (int, float)) or isinstance(total, bool) or not math.isfinite(total):
+        return 0.0
+    return float(total)
+
+
+def recording_result(
+    recording: Recording, *, profile: str = "strict", label: str = "the recording"
+) -> StreamResult:
+    """A recording's ``StreamResult``, as its replay yields it (``replay_steps``), checked under
+    ``profile`` and timed by the recorded times (``timings.started_at`` from its header)."""
+    times: list[float] = []
+    ends: list[float] = []
+
+    def chunks() -> Iterator[AnyChunk | dict[str, Any]]:
+        for t, chunk in replay_steps(recording, label):
+            if chunk is None:
+                ends.append(t)
+            else:
+                times.append(t)
                 yield chunk
-            if reader.done and not was_done:
-                for chunk in reader.final:
-                    yield chunk
-        tail, error = reader.close(_forward_failure(recording))
-        for chunk in tail:
-            yield chunk
-        if error is not None:
-            raise error
+
+    result = run_now(collect(chunks(), profile=profile))
+    result.timings = Timings.of_arrivals(
+        times, total_s=max([*times, *ends], default=0.0), started_at=recording_started(recording.header)
+    )
+    return result
+
+
+def recording_started(header: Mapping[str, Any]) -> float | None:
+    """When a recorded call began (seconds since the epoch), from its header's ISO ``started``."""
+    value = header.get("started")
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError):
+        return None
+
+
+def run_now(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine that never waits (``collect`` over chunks in memory) to its end, here.
+
+    The one way chunkscope drives in-memory work to completion: unlike ``asyncio.run`` it works
+    inside a running loop (a Jupyter cell) and starts no loop at all.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast(_T, done.value)
+    coroutine.close()
+    raise RuntimeError("the coroutine waited for something; run_now only drives in-memory work")
 
 
 def recorded_reader(recording: Recording, label: str) -> WireReader | None:
@@ -257,11 +327,3 @@ def _forward_failure(recording: Recording) -> LlmError | None:
         return LlmError.from_failure(LlmFailure.model_validate(failure))
     except ValueError:  # pydantic's ValidationError: a hand-edited file; the reads still say most
         return None
-
-
-def _schedule(recording: Recording) -> list[tuple[float, AnyChunk | dict[str, Any] | None]]:
-    """The recorded chunks with their times, then (None) the recorded error at its time, if any."""
-    schedule: list[tuple[float, AnyChunk | dict[str, Any] | None]] = list(recording.entries)
-    if recording.error is not None:
-        schedule.append((recording.error_t or 0.0, None))  # the error waits for its recorded time too
-    return schedule

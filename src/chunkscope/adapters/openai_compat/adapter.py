@@ -53,7 +53,8 @@ class OpenAICompatAdapter(EventStreamAdapter):
     ``base_url`` is the API root that ``/chat/completions`` is appended to
     (``https://api.deepseek.com``, ``LocalProvider().base_url``). The key comes
     from ``api_key`` or, at stream time, the ``api_key_env`` environment
-    variable (``DEEPSEEK_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
+    variable, else those its wire row names (``DEEPSEEK_API_KEY``, then
+    ``OPENAI_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
     and one no header can carry ``INVALID_CREDENTIAL``, both raised by
     ``stream()`` before any I/O. ``http_client`` is used as given (the caller
     closes it); otherwise the adapter owns one (``aclose()`` / ``async with``).
