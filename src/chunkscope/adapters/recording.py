@@ -202,12 +202,17 @@ def replay_steps(recording: Recording, label: str) -> Iterator[Step]:
     the chunks it holds. ``ReplayAdapter`` paces these steps, ``recording_result`` collects them.
     """
     reader = recorded_reader(recording, label)
-    if reader is None:
-        yield from recording.entries
-        if recording.error is not None:
-            yield recording.error_t or 0.0, None  # the error waits for its recorded time too
-            raise LlmError.from_failure(recording.error)
+    if reader is not None:
+        yield from _reread(recording, reader)
         return
+    yield from recording.entries
+    if recording.error is not None:
+        yield recording.error_t or 0.0, None  # the error waits for its recorded time too
+        raise LlmError.from_failure(recording.error)
+
+
+def _reread(recording: Recording, reader: WireReader) -> Iterator[Step]:
+    """A tap recording's raw reads through ``reader``, each read's chunks at its time."""
     t = 0.0
     for t, data in recording.reads:
         was_done = reader.done

@@ -256,9 +256,8 @@ def _call(number: int, path: Path, recording: Recording, profile: str) -> tuple[
     headers_s = _seconds(recorded.get("timings", {}).get("headers_s"))
     call.timings.headers_s = headers_s
     # No credential survives in a recording (masked when written), so there is none to mask.
-    route = call.path.partition("?")[0]
-    streams = wire is not None and wire.asks_stream(route, _json(call.request_body))
-    return call, Parser(call, wire, f"the recording {path.name}", (), ByteMask(()), expect_stream=streams)
+    label = f"the recording {path.name}"
+    return call, Parser(call, wire, label, (), ByteMask(()), expect_stream=_asked(call, wire))
 
 
 def _began(recording: Recording) -> float | None:
@@ -284,6 +283,11 @@ def _wire(name: Any) -> Wire | None:
         return wire_named(name)
     except ValueError:
         return None  # a provider's name (RecordingAdapter's), not a wire the tap parses
+
+
+def _asked(call: TapCall, wire: Wire | None) -> bool:
+    """Whether the recorded request asked for a stream (then it is read as its adapter reads it)."""
+    return wire is not None and wire.asks_stream(call.path.partition("?")[0], _json(call.request_body))
 
 
 def _json(body: bytes) -> Any:

@@ -373,42 +373,38 @@ class WireReader:
         """The body ended: the chunks its end completes; ``error`` says how it ended (None: well)."""
         if self.error is not None or self.done:
             return []
-        if self.kind == "error":
-            self.error = error_from_response(
-                self.status,
-                self.headers,
-                bytes(self._body),
-                label=self.label,
-                secrets=self.secrets,
-                truncated=len(self._body) >= ERROR_BODY_LIMIT,
-            )
-            return []
-        if self.kind == "whole":
-            self._whole()
-            return []
         if self.kind != "stream":
+            self._end_answer()
             return []
         out: list[AnyChunk] = []
-        translator = self.translator
         try:
-            events = self.decoder.end()
-            if self._mask is not None:
-                events = [self._mask(event) for event in events]
-            for event in events:
-                if not _complete(event, getattr(translator, "terminators", _NONE)):
-                    continue  # a truncated last event: the stream closed early (STREAM_CLOSED below)
-                if not self.started:
-                    self._first_event()
-                chunks = translator.feed(event)
-                if translator.done:
-                    self.final = chunks
-                    self.done = True
-                    return out
-                out += chunks
-            out += translator.end()
+            if not self._last_events(out):
+                out += self.translator.end()
         except (LlmError, ValueError) as exc:
             self._failed(exc, out)
         return out
+
+    def _last_events(self, out: list[AnyChunk]) -> bool:
+        """What the decoder still holds at the body's end, translated into ``out`` (a last SSE
+        event whole but for its blank line counts; a truncated one does not); True when it
+        held the terminator."""
+        translator = self.translator
+        terminators = getattr(translator, "terminators", _NONE)
+        events = self.decoder.end()
+        if self._mask is not None:
+            events = [self._mask(event) for event in events]
+        for event in events:
+            if not _complete(event, terminators):
+                continue  # a truncated last event: the stream closed early (STREAM_CLOSED)
+            if not self.started:
+                self._first_event()
+            chunks = translator.feed(event)
+            if translator.done:
+                self.final = chunks
+                self.done = True
+                return True
+            out += chunks
+        return False
 
     def close(self, failure: LlmError | None = None) -> tuple[list[AnyChunk], LlmError | None]:
         """The body ended, cleanly (``failure`` None) or as ``failure`` says (a drop, an abort):
@@ -428,6 +424,20 @@ class WireReader:
         if failure is not None and not (self.kind == "stream" and self.done and self.error is None):
             return chunks, failure
         return chunks, self.error
+
+    def _end_answer(self) -> None:
+        """An error answer's code, a whole answer's usage and finish (nothing for no answer)."""
+        if self.kind == "error":
+            self.error = error_from_response(
+                self.status,
+                self.headers,
+                bytes(self._body),
+                label=self.label,
+                secrets=self.secrets,
+                truncated=len(self._body) >= ERROR_BODY_LIMIT,
+            )
+        elif self.kind == "whole":
+            self._whole()
 
     def salvage(self) -> list[AnyChunk]:
         """The translator's chunks written before a failure the driver saw (a dropped connection)."""
