@@ -134,6 +134,7 @@ class Wire:
         *,
         expect_stream: bool = True,
         mask: Callable[[Any], Any] | None = None,
+        on_event: Callable[[], None] | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> WireReader:
         """The one wire reader for one response of this wire (as its adapter reads it)."""
@@ -147,6 +148,7 @@ class Wire:
             expect_stream=expect_stream,
             read_whole=self.read_whole,
             mask=mask,
+            on_event=on_event,
         )
 
 

@@ -264,8 +264,13 @@ class Parser:
             reader = unparsed_reader(self.label, self.secrets)
         else:
             mask = (lambda event: _masked(event, self.secrets)) if self.secrets else None
-            reader = self.wire.reader(self.label, self.secrets, expect_stream=self.expect_stream, mask=mask)
-            reader._on_event = self._first_event
+            reader = self.wire.reader(
+                self.label,
+                self.secrets,
+                expect_stream=self.expect_stream,
+                mask=mask,
+                on_event=self._first_event,
+            )
         reader.head(call.status or 0, headers)
         call.streaming = reader.kind == "stream"
         self.reader = reader

@@ -222,8 +222,6 @@ class EventStreamAdapter(LlmAdapter):
                 raw_reads = await self._accept(guard, response, reader)
                 each = reader.each
                 marks = current_marks()  # the timer's marks, until the first event is marked
-                if marks is not None:
-                    reader._on_event = marks.event
                 while True:
                     try:
                         raw = await guard.run(_next(raw_reads))
@@ -309,6 +307,7 @@ class EventStreamAdapter(LlmAdapter):
 
     def reader(self, translator: Translator, secrets: tuple[str, ...]) -> WireReader:
         """The one wire reader for one response, with this adapter's framing and limits."""
+        marks = current_marks()  # a timer's first-event mark, when one times this stream
         return WireReader(
             translator,
             self.decoder(),
@@ -316,6 +315,7 @@ class EventStreamAdapter(LlmAdapter):
             secrets=secrets,
             media_type=self.content_type,
             max_body_bytes=self.max_body_bytes,
+            on_event=marks.event if marks is not None else None,
         )
 
     async def _accept(

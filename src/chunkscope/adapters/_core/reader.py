@@ -42,6 +42,7 @@ WholeReader = Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReaso
 """A wire's reading of a whole (non-streaming) JSON answer: its usage and finish."""
 
 _NONE: frozenset[str] = frozenset()
+_BATCH = 32  # chunks handed on together from one read: few generator steps, no read piled up whole
 _INFLATE_PIECE = 1 << 20  # decompressed bytes handled per step: peak memory stays near the limits
 
 
@@ -300,15 +301,16 @@ class WireReader:
         return out
 
     def each(self, raw: bytes) -> Iterator[list[AnyChunk]]:
-        """``feed`` one event at a time: the chunks of each event ``raw`` completes, as it is
-        translated (an adapter hands them on at once; a big read never piles up its chunks).
-        Only for a stream's body (``kind == "stream"``)."""
+        """``feed`` in batches: the chunks ``raw`` completes, handed on every ``_BATCH`` chunks and
+        at the end of each decoded piece (an adapter yields them at once; a big read never piles
+        up its chunks). Only for a stream's body (``kind == "stream"``)."""
         if self.done or self.error is not None:
             return  # read on only so the connection can be reused
         translator, decoder, mask = self.translator, self.decoder, self._mask
         feed = translator.feed
         inflater = self._inflater
         assert inflater is not None
+        out: list[AnyChunk] = []
         try:
             if inflater._inflater is None:  # a plain body (the usual): no generator per read
                 inflater._count(len(raw))
@@ -327,14 +329,21 @@ class WireReader:
                         if translator.done:
                             self.final = chunks
                             self.done = True
-                            return
-                        yield chunks
+                            break
+                        out += chunks
+                        if len(out) >= _BATCH:
+                            yield out
+                            out = []
+                    if out:
+                        yield out
+                        out = []
+                    if self.done:
+                        return
                 if decoder.failure is not None:
                     raise decoder.failure
         except (LlmError, ValueError) as exc:
-            salvage: list[AnyChunk] = []
-            self._failed(exc, salvage)
-            yield salvage
+            self._failed(exc, out)  # what the read gave before the failure, then the salvage
+            yield out
 
     def _first_event(self) -> None:
         self.started = True
