@@ -50,6 +50,10 @@ class WireFacts:
         zero_details: whether the wire sends its cache-read and reasoning counts on every
             answer, 0 when there were none (OpenAI Responses): a reported 0 stays 0, so they
             are 0, not absent, in what an adapter reads.
+        media_type: the content type of its streamed answer (what an adapter asks for and
+            requires, what the tap recognises a stream by).
+        credential_headers: the request headers that carry its credential (the tap never
+            stores their values).
     """
 
     name: str
@@ -65,6 +69,8 @@ class WireFacts:
     model_in_path: str = ""
     reasoning_tokens: bool = True
     zero_details: bool = False
+    media_type: str = "text/event-stream"
+    credential_headers: tuple[str, ...] = ("authorization",)
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -95,6 +101,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+            credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
             name="responses",
@@ -120,6 +127,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
+            credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
         ),
         WireFacts(
             name="bedrock",
@@ -134,6 +142,15 @@ WIRE_FACTS: dict[str, WireFacts] = {
             whole_path="/converse",
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,
+            media_type="application/vnd.amazon.eventstream",
+            # a bearer API key, or SigV4's signature, its credential scope and session token
+            credential_headers=(
+                "authorization",
+                "x-amz-security-token",
+                "x-amz-signature",
+                "x-amz-credential",
+                "x-amz-content-sha256",
+            ),
         ),
     )
 }

@@ -39,3 +39,23 @@ def test_an_unknown_wire_is_a_clear_error_naming_the_wires() -> None:
     assert listed.startswith("'openai', 'anthropic'")  # the two first wires lead every list
     with pytest.raises(ValueError, match=f"unknown wire 'grpc': the wires are {listed}$"):
         wire_named("grpc")
+
+
+@pytest.mark.parametrize("name", list(WIRE_FACTS))
+def test_each_adapter_reads_its_key_variables_and_media_type_from_its_row(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wire = wire_named(name)
+    facts = wire.facts
+    adapter: Any = wire.adapter
+    assert adapter.wire is facts and adapter.default_api_key_env == facts.key_variables
+    assert adapter.content_type == facts.media_type == wire.media_type
+    assert adapter.path.endswith(facts.request_path) or wire.name in ("gemini", "bedrock")  # model in path
+    for variable in facts.key_variables:
+        monkeypatch.delenv(variable, raising=False)
+    last = facts.key_variables[-1]  # the last variable the row names is read when the others are unset
+    monkeypatch.setenv(last, "sk-from-the-last-variable-12345")
+    made = adapter(base_url="http://127.0.0.1:9", signing="bearer") if name == "bedrock" else adapter(
+        base_url="http://127.0.0.1:9"
+    )
+    assert made._credential.resolve("test") == "sk-from-the-last-variable-12345"

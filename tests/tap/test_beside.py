@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import httpx
@@ -35,8 +36,7 @@ class _Broken(_Slow):
 
 
 def _wire(translator: type[_Slow]) -> Wire:
-    openai = WIRES[0]
-    return Wire("openai", openai.matches, lambda label, secrets: translator(), openai.whole)  # type: ignore[arg-type,return-value]
+    return dataclasses.replace(WIRES[0], translator=lambda label, secrets: translator())  # type: ignore[arg-type,return-value]
 
 
 @pytest.mark.parametrize("translator", [_Slow, _Broken])

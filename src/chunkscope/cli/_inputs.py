@@ -10,7 +10,6 @@ one sentence naming the file (and line), never a traceback.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import TYPE_CHECKING
 
@@ -64,5 +63,6 @@ def analyze(stream: LoadedStream, profile: str) -> StreamResult:
     finish after it is not reported: the error explains it.
     """
     from chunkscope import collect
+    from chunkscope.adapters.recording import run_now
 
-    return asyncio.run(collect(stream.replay(), profile=profile))
+    return run_now(collect(stream.replay(), profile=profile))

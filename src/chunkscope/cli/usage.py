@@ -93,9 +93,9 @@ def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
         result.timings.chunk_times = list(times)
         ends = [*times, stream.error_t] if stream.error_t is not None else times
         result.timings.total_s = max(ends) if ends else 0.0
-    from chunkscope.usage import parse_started
+    from chunkscope.adapters.recording import recording_started
 
-    result.timings.started_at = parse_started(stream.header.get("started"))
+    result.timings.started_at = recording_started(stream.header)
     log.record(
         result,
         provider=str(stream.header.get("provider") or "unknown"),

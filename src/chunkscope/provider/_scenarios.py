@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, overload
+from typing import Literal, Union, overload
 
 from .._wires import WIRE_FACTS, WireFacts
 
@@ -25,6 +25,7 @@ __all__ = [
     "Expected",
     "FIRST_BYTE_SECONDS",
     "WIRES",
+    "FaultKind",
     "HttpFault",
     "SCENARIOS",
     "Scenario",
@@ -152,13 +153,17 @@ class Script:
         return any(isinstance(step, Reasoning) for step in self.steps)
 
 
+FaultKind = Literal["invalid-key", "insufficient-balance", "rate-limited", "server-error", "context-overflow"]
+"""What a non-2xx answer says, wire-neutrally; each wire module words it in its own error body."""
+
+
 @dataclass(frozen=True)
 class HttpFault:
-    """A non-2xx answer: status, per-wire error bodies, extra headers."""
+    """A non-2xx answer: status, what it says (``kind``), extra headers. Its body is the wire's:
+    each module of ``provider/wires`` renders ``kind`` in its own shape and words."""
 
     status: int
-    openai_body: Mapping[str, Any]
-    anthropic_body: Mapping[str, Any]
+    kind: FaultKind
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -484,14 +489,6 @@ def _stream_fault(name: str, description: str, codes: dict[str, str], script: Sc
     )
 
 
-def _openai_error(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
-
-
-def _anthropic_error(message: str, type_: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": type_, "message": message}}
-
-
 def _http_fault(name: str, description: str, code: str, fault: HttpFault) -> Scenario:
     return Scenario(
         name=name, description=description, fault=True, expected_codes=_both(code), http_fault=fault
@@ -712,63 +709,25 @@ _SCENARIO_LIST: list[Scenario] = [
         "fault-401",
         "401 invalid API key",
         "AUTH",
-        HttpFault(
-            401,
-            _openai_error(
-                "Authentication Fails, Your api key is invalid", "authentication_error", "invalid_api_key"
-            ),
-            _anthropic_error("invalid x-api-key", "authentication_error"),
-        ),
+        HttpFault(401, "invalid-key"),
     ),
-    _http_fault(
-        "fault-402",
-        "402 insufficient balance",
-        "QUOTA",
-        HttpFault(
-            402,
-            _openai_error("Insufficient Balance", "insufficient_quota", "insufficient_quota"),
-            _anthropic_error("Insufficient Balance: your credit balance is too low", "billing_error"),
-        ),
-    ),
+    _http_fault("fault-402", "402 insufficient balance", "QUOTA", HttpFault(402, "insufficient-balance")),
     _http_fault(
         "fault-429",
         "429 rate limited, Retry-After: 2",
         "RATE_LIMIT",
         HttpFault(
             429,
-            _openai_error("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error"),
-            _anthropic_error("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error"),
+            "rate-limited",
             headers={"retry-after": "2", "x-request-id": "req-429", "request-id": "req-429"},
         ),
     ),
-    _http_fault(
-        "fault-500",
-        "500 internal server error",
-        "SERVER",
-        HttpFault(
-            500,
-            _openai_error("Internal server error", "server_error"),
-            _anthropic_error("Internal server error", "api_error"),
-        ),
-    ),
+    _http_fault("fault-500", "500 internal server error", "SERVER", HttpFault(500, "server-error")),
     _http_fault(
         "fault-context",
         "400 context window exceeded",
         "CONTEXT_WINDOW_EXCEEDED",
-        HttpFault(
-            400,
-            _openai_error(
-                "This model's maximum context length is 65536 tokens. "
-                "However, you requested 70000 tokens. Please reduce the length of the messages.",
-                "invalid_request_error",
-                "context_length_exceeded",
-            ),
-            _anthropic_error(
-                "input length and max_tokens exceed context limit: 70000 + 4096 > 65536, "
-                "decrease input length or max_tokens and try again",
-                "invalid_request_error",
-            ),
-        ),
+        HttpFault(400, "context-overflow"),
     ),
     _stream_fault(
         "fault-malformed",

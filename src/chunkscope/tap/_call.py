@@ -1,19 +1,18 @@
 """``TapCall``: everything one call through the tap showed, filled in live; and its parser.
 
 The forwarding path only appends each read (already forwarded) to the call
-and puts it on the tap's queue; the parser thread (``Parser``) decodes the
-SSE, translates, checks and assembles it, and stamps the timing points with
-the time the read *arrived*, so a slow parse never shifts a measurement.
+and puts it on the tap's queue; the parser thread (``Parser``) hands it to the
+adapters' one wire reader, checks and assembles the chunks, and stamps the
+timing points with the time the read *arrived*, so a slow parse never shifts
+a measurement.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import time
-import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,14 +27,11 @@ from chunkscope.protocol import (
 )
 
 from ._redact import ByteMask, mask_text
-from ._wires import Decoder, Translator, Wire, error_from_response
+from ._wires import Wire, WireReader, unparsed_reader
 
 __all__ = ["TapCall", "TapTimings"]
 
 _END = object()  # a follower's end-of-call marker
-
-_ERROR_BODY_LIMIT = 64 << 10  # bytes of an error answer read for its code and message
-_WHOLE_BODY_LIMIT = 32 << 20  # bytes of a non-streaming JSON answer parsed for its usage
 
 
 @dataclass
@@ -100,7 +96,12 @@ class TapCall:
     # Guards chunks, chunk_times, the end and the followers, so a follower misses and repeats nothing.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _followers: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
-    _inspector: StreamInspector = field(default_factory=StreamInspector, repr=False)
+    profile: str = "strict"
+    """The rule profile the call's chunks are checked under (``Tap(profile=...)``)."""
+    _inspector: StreamInspector = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._inspector = StreamInspector(self.profile)
 
     @property
     def chunks(self) -> list[Any]:
@@ -222,37 +223,23 @@ class TapCall:
         )
 
 
-class _Inflate:
-    """Raw body bytes → decoded bytes for the parser (gzip/deflate); the client still gets the raw bytes."""
-
-    def __init__(self, encoding: str) -> None:
-        self.encoding = encoding
-        self._z: Any = None
-        if encoding in ("gzip", "x-gzip"):
-            self._z = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif encoding == "deflate":
-            self._z = zlib.decompressobj()
-        elif encoding not in ("", "identity"):
-            raise ValueError(f"the tap cannot read content-encoding {encoding!r} (it is forwarded untouched)")
-
-    def __call__(self, data: bytes) -> bytes:
-        if self._z is None:
-            return data
-        try:
-            return bytes(self._z.decompress(data))
-        except zlib.error:
-            if self.encoding == "deflate":  # raw deflate, as servers often send for "deflate"
-                self.encoding = "deflate-raw"
-                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-                return self(data)
-            raise ValueError(f"the {self.encoding} body cannot be decompressed") from None
-
-
 class Parser:
-    """The parse side of one call: runs only in the tap's parser thread, never on the forwarding path."""
+    """The parse side of one call: timing marks and masking around the adapters' one wire reader.
+
+    Runs only in the tap's parser thread, never on the forwarding path. Every read goes to the
+    call's ``WireReader`` (built from the wire table's row, as an adapter builds it), so the tap
+    finds the chunks, usage, finish and error code an adapter finds in the same bytes.
+    """
 
     def __init__(
-        self, call: TapCall, wire: Wire | None, label: str, secrets: tuple[str, ...], mask: ByteMask
+        self,
+        call: TapCall,
+        wire: Wire | None,
+        label: str,
+        secrets: tuple[str, ...],
+        mask: ByteMask,
+        *,
+        expect_stream: bool = False,
     ) -> None:
         self.call = call
         self.wire = wire
@@ -260,96 +247,66 @@ class Parser:
         self.secrets = secrets
         self.mask = mask
         self.chunk_times = call.chunk_times  # the call's own list: followers read it
-        self.translator: Translator | None = None
-        self.decoder: Decoder | None = None
-        self.inflate: _Inflate | None = None
+        self.expect_stream = expect_stream
         self.failure: LlmError | None = None  # the parse side's own failure: parsing stops, forwarding not
-        self.body = bytearray()  # a non-streaming or error answer, decoded, bounded
-        self.kind = "none"  # "sse" | "whole" | "error" | "none"
+        self.reader: WireReader | None = None
+        self._t = 0.0  # the arrival time of the read being parsed (the first event's mark)
+        self._final = False  # the terminator's chunks were added
+
+    @property
+    def kind(self) -> str:
+        """How the body is read: ``"stream"``, ``"whole"``, ``"error"`` or ``"none"``."""
+        return self.reader.kind if self.reader is not None else "none"
 
     def head(self) -> None:
-        """The response head arrived: decide how the body is read."""
+        """The response head arrived: the call's reader takes it."""
         call = self.call
         headers = {name.lower(): value for name, value in call.response_headers}
-        status = call.status or 0
-        try:
-            self.inflate = _Inflate(headers.get("content-encoding", "").strip().lower())
-        except ValueError as exc:
-            self.failure = LlmError(f"{self.label}: {exc}", "MALFORMED_RESPONSE", status=status)
-            return
-        content_type = headers.get("content-type", "").partition(";")[0].strip().lower()
-        if status >= 300:
-            self.kind = "error"
-        elif self.wire is None:
-            self.kind = "none"
-        elif content_type == self.wire.media_type:
-            self.kind = "sse"  # a stream of the wire's events (SSE, or Bedrock's binary frames)
-            call.streaming = True
-            self.decoder = self.wire.decoder()
-            self.translator = self.wire.translator(self.label, self.secrets)
+        if self.wire is None:
+            reader = unparsed_reader(self.label, self.secrets)
         else:
-            self.kind = "whole"
+            mask = (lambda event: _masked(event, self.secrets)) if self.secrets else None
+            reader = self.wire.reader(
+                self.label,
+                self.secrets,
+                expect_stream=self.expect_stream,
+                mask=mask,
+                on_event=self._first_event,
+            )
+        reader.head(call.status or 0, headers)
+        call.streaming = reader.kind == "stream"
+        self.reader = reader
+
+    def _first_event(self) -> None:
+        timings = self.call.timings
+        if timings.first_event_s is None:
+            timings.first_event_s = self._t
 
     def read(self, t: float, data: bytes) -> None:
         """One read (already forwarded and stored on the call)."""
-        call = self.call
-        timings = call.timings
+        timings = self.call.timings
         if timings.first_byte_s is None and data:
             timings.first_byte_s = t
-        if self.failure is not None or self.inflate is None or self.kind == "none":
+        reader = self.reader
+        if self.failure is not None or reader is None:
             return
+        self._t = t
         try:
-            decoded = self.inflate(data)
-        except ValueError as exc:
-            self.failure = LlmError(f"{self.label}: {exc}", "MALFORMED_RESPONSE", status=call.status)
-            return
-        if self.kind == "sse":
-            self._events(t, decoded)
-        else:
-            limit = _ERROR_BODY_LIMIT if self.kind == "error" else _WHOLE_BODY_LIMIT
-            self.body += decoded[: max(limit - len(self.body), 0)]
-
-    def _events(self, t: float, decoded: bytes) -> None:
-        decoder, translator = self.decoder, self.translator
-        assert decoder is not None and translator is not None
-        try:
-            events = decoder.feed(decoded)
-        except ValueError as exc:
-            self.failure = LlmError(f"{self.label}: {exc}", "MALFORMED_RESPONSE", status=self.call.status)
-            return
-        for event in events:
-            if self._event(t, event):
-                return
-        if decoder.failure is not None:
-            self.failure = LlmError(f"{self.label}: {decoder.failure}", "MALFORMED_RESPONSE")
-
-    def _event(self, t: float, event: Any) -> bool:
-        """Translate one event; True when parsing must stop (a failure was recorded)."""
-        translator = self.translator
-        assert translator is not None
-        timings = self.call.timings
-        if timings.first_event_s is None:
-            timings.first_event_s = t
-        if translator.done:
-            return False  # after the end marker: nothing more to translate
-        if self.secrets:
-            event = _masked(event, self.secrets)
-        try:
-            chunks = translator.feed(event)
-        except LlmError as exc:
-            self._add(t, translator.salvage())
-            self.failure = exc
-            return True
+            self._add(t, reader.feed(data))
         except Exception as exc:  # a translator defect: recorded, never in the client's way
-            self.failure = LlmError(
-                f"{self.label}: the {self.wire.name if self.wire else ''} translator failed: "
-                f"{type(exc).__name__}: {exc}",
-                "UNKNOWN",
-                cause=exc,
-            )
-            return True
-        self._add(t, chunks)
-        return False
+            self.failure = self._defect(exc)
+            return
+        if reader.done and not self._final:
+            self._final = True
+            self._add(t, reader.final)
+
+    def _defect(self, exc: Exception, where: str = "") -> LlmError:
+        name = self.wire.name if self.wire else ""
+        return LlmError(
+            f"{self.label}: the {name} translator failed{where}: {type(exc).__name__}: {exc}",
+            "UNKNOWN",
+            cause=exc,
+        )
 
     def _add(self, t: float, chunks: list[Any]) -> None:
         timings = self.call.timings
@@ -367,69 +324,29 @@ class Parser:
         call = self.call
         call.timings.total_s = t
         call.forward_failure = outcome  # a replay of the recorded reads ends the same way
+        reader = self.reader
+        kind = self.kind
         error = self.failure
-        if error is None and self.kind == "sse" and (outcome is None or outcome.code == "ABORTED"):
-            ended = self._end(t)
-            if outcome is None:
-                error = ended
-            elif ended is None:
-                # The SDKs close as soon as they have read the wire's last event ([DONE],
-                # message_stop): a stream whose forwarded bytes already end it is whole.
-                outcome = None
-        elif error is None and self.kind == "error":
-            error = error_from_response(
-                call.status or 0,
-                dict(call.response_headers),
-                bytes(self.body),
-                label=self.label,
-                secrets=self.secrets,
-                truncated=len(self.body) >= _ERROR_BODY_LIMIT,
-            )
-        if outcome is not None:
-            salvage = self.kind == "sse" and error is None and outcome.code != "ABORTED"
-            if salvage and self.translator is not None:  # an ABORTED end salvaged in _end
-                self._add(t, self.translator.salvage())
+        if error is None and reader is not None:
+            self._t = t
+            try:
+                chunks, error = reader.close(outcome)
+            except Exception as exc:
+                error = self._defect(exc, " at the end")
+            else:
+                self._add(t, chunks)
+        elif outcome is not None:
             error = outcome  # what happened on the wire explains the rest
         # Only a stream has a grammar to check; a whole or error answer has no chunks to judge.
-        result = call._inspector.result(error) if self.kind == "sse" else StreamResult(error=error)
-        if self.kind == "whole" and error is None and self.wire is not None:
-            self._whole(result)
+        result = call._inspector.result(error) if kind == "stream" else StreamResult(error=error)
+        if kind == "whole" and reader is not None and error is None:
+            result.usage, result.finish = reader.usage, reader.finish
         timings = Timings.of_arrivals(self.chunk_times, total_s=t, started_at=call.started_at)
         seen = call.timings  # the tap saw the wire itself: its points are the call's
         timings.first_byte_s, timings.first_event_s = seen.first_byte_s, seen.first_event_s
         timings.first_content_s, timings.first_text_s = seen.first_content_s, seen.first_text_s
         result.timings = timings
         return result
-
-    def _end(self, t: float) -> LlmError | None:
-        decoder, translator = self.decoder, self.translator
-        assert decoder is not None and translator is not None
-        try:
-            for event in decoder.end():
-                if self._event(t, event):
-                    return self.failure
-            self._add(t, translator.end())
-        except LlmError as exc:
-            self._add(t, translator.salvage())
-            return exc
-        except Exception as exc:
-            return LlmError(f"{self.label}: the translator failed at the end: {exc}", "UNKNOWN", cause=exc)
-        return None
-
-    def _whole(self, result: StreamResult) -> None:
-        assert self.wire is not None
-        try:
-            body = json.loads(bytes(self.body))
-        except ValueError:
-            result.error = LlmError(f"{self.label}: the JSON answer cannot be parsed", "MALFORMED_RESPONSE")
-            return
-        if isinstance(body, dict):
-            try:
-                result.usage, result.finish = self.wire.whole(body)
-            except Exception as exc:  # an odd body: recorded, never raised
-                result.error = LlmError(
-                    f"{self.label}: the JSON answer is not the wire's shape: {exc}", "MALFORMED_RESPONSE"
-                )
 
 
 def _masked(event: Any, secrets: tuple[str, ...]) -> Any:

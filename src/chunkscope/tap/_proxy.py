@@ -69,7 +69,7 @@ from typing import Any, cast
 import h11
 import httpx
 
-from chunkscope.protocol import LlmError, StreamResult
+from chunkscope.protocol import LlmError, StreamInspector, StreamResult
 from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
@@ -711,6 +711,7 @@ class Tap:
     ``body_timeout`` — seconds for its body to follow (408),
     ``max_connections`` — client connections at once (503 beyond; by default
     what the file limit allows), ``max_request_bytes`` — a request body (413).
+    ``profile``: the rule profile every call's chunks are checked under (``"strict"``, …).
     """
 
     def __init__(
@@ -762,6 +763,7 @@ class Tap:
         self.record = Path(record) if record is not None else None
         self.usage = usage if usage is not None else UsageLog()
         self.max_request_bytes = max_request_bytes
+        StreamInspector(profile)  # an unknown profile is refused here, not on the first call
         self.profile = profile
         self.verify = verify
         self.calls: list[TapCall] = []
@@ -841,12 +843,15 @@ class Tap:
         text_headers = _text(headers)
         secrets = secrets_of(text_headers, text_query)
         model: str | None = None
+        streams = False
         if wire is not None:
-            with contextlib.suppress(ValueError, UnicodeDecodeError):
+            parsed: Any = None
+            with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError):
                 parsed = json.loads(body) if body else None
-                if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
-                    model = parsed["model"]
+            if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
+                model = parsed["model"]
             model = model or wire.model_of(path)  # Gemini, Bedrock: in the path
+            streams = wire.asks_stream(path, parsed)
         call = TapCall(
             id=next(self._ids),
             method=method,
@@ -857,12 +862,14 @@ class Tap:
             request_body=bytes(ByteMask(secrets).push(body)),  # a key quoted in the body too
             started_at=started_at,
             clock_start=started,
+            profile=self.profile,
         )
         self.calls.append(call)
         self._sizes[call] = -1
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
             self._unlist(self.calls[0])
-        return call, Parser(call, wire, self._label, secrets, ByteMask(secrets))
+        # A call that asked for a stream and got something else is read as its adapter reads it.
+        return call, Parser(call, wire, self._label, secrets, ByteMask(secrets), expect_stream=streams)
 
     def _unlist(self, call: TapCall) -> None:
         """``call`` leaves ``calls`` (its recording stays): the event loop's thread."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
+from chunkscope._wires import WIRE_FACTS
+
 __all__ = [
     "REDACTED",
     "ByteMask",
@@ -28,17 +30,13 @@ REDACTED = "REDACTED"
 
 _CREDENTIAL_HEADERS = frozenset(
     {
-        "authorization",
+        # what no wire names but any client may send: a proxy's key, Azure's, a session's
         "proxy-authorization",
-        "x-api-key",
-        "x-goog-api-key",
         "api-key",
         "cookie",
         "set-cookie",
-        "x-amz-security-token",
-        "x-amz-signature",
-        "x-amz-credential",
-        "x-amz-content-sha256",
+        # each wire's own, from the wire table
+        *(header for facts in WIRE_FACTS.values() for header in facts.credential_headers),
     }
 )
 _CREDENTIAL_PARAMS = frozenset(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -27,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from chunkscope.protocol import LlmError, LlmFailure, StreamResult, Timings
+from chunkscope.protocol import LlmError, LlmFailure, StreamInspector, StreamResult, Timings
 from chunkscope.sources.recording import Recording, RecordingFileError
 from chunkscope.usage import UsageLog
 
@@ -65,7 +66,8 @@ class TapReplay:
     Every file is read through once first, so a bad one is reported before
     anything is shown; then each is read again at its turn, and ``calls`` keeps
     the latest ``keep_calls`` (``usage`` keeps every row), so memory stays
-    bounded by what is shown, not by the folder.
+    bounded by what is shown, not by the folder. ``profile``: the rule profile
+    each call is checked under, as ``Tap(profile=...)``.
     """
 
     def __init__(
@@ -75,9 +77,12 @@ class TapReplay:
         live: bool = False,
         usage: UsageLog | None = None,
         keep_calls: int = 1000,
+        profile: str = "strict",
     ) -> None:
         if keep_calls < 1:
             raise ValueError("keep_calls must be positive")
+        StreamInspector(profile)  # an unknown profile is refused here
+        self.profile = profile
         if isinstance(source, (str, os.PathLike)):
             folder = Path(source)
             paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder]
@@ -108,7 +113,7 @@ class TapReplay:
         first = next((start for start, _, _ in self._order if start is not None), 0.0)
         for number, (start, _, path) in enumerate(self._order, 1):
             recording = Recording.read(path)
-            call, parser = _call(number, path, recording)
+            call, parser = _call(number, path, recording, self.profile)
             yield _Planned(call, parser, recording, max(0.0, (start or first) - first))
 
     def _show(self, planned: _Planned) -> None:
@@ -223,7 +228,7 @@ def _order(paths: list[Path]) -> list[tuple[float | None, str, Path]]:
     return order
 
 
-def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parser | None]:
+def _call(number: int, path: Path, recording: Recording, profile: str) -> tuple[TapCall, Parser | None]:
     """The recording's call, before anything of its answer; its parser when it holds raw reads."""
     header = recording.header
     recorded = header.get("tap")
@@ -244,13 +249,15 @@ def _call(number: int, path: Path, recording: Recording) -> tuple[TapCall, Parse
         timings=TapTimings(),
         clock_start=now(),
         recording=str(path),
+        profile=profile,
     )
     if not recorded or (not recording.reads and recording.entries):
         return call, None  # chunks only (RecordingAdapter's recording, or an older tap's)
     headers_s = _seconds(recorded.get("timings", {}).get("headers_s"))
     call.timings.headers_s = headers_s
     # No credential survives in a recording (masked when written), so there is none to mask.
-    return call, Parser(call, wire, f"the recording {path.name}", (), ByteMask(()))
+    label = f"the recording {path.name}"
+    return call, Parser(call, wire, label, (), ByteMask(()), expect_stream=_asked(call, wire))
 
 
 def _began(recording: Recording) -> float | None:
@@ -276,6 +283,19 @@ def _wire(name: Any) -> Wire | None:
         return wire_named(name)
     except ValueError:
         return None  # a provider's name (RecordingAdapter's), not a wire the tap parses
+
+
+def _asked(call: TapCall, wire: Wire | None) -> bool:
+    """Whether the recorded request asked for a stream (then it is read as its adapter reads it)."""
+    return wire is not None and wire.asks_stream(call.path.partition("?")[0], _json(call.request_body))
+
+
+def _json(body: bytes) -> Any:
+    """A recorded request body's JSON value (None when it is none), to tell what it asked for."""
+    try:
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _text(value: Any, default: str) -> str:

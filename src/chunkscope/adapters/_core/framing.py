@@ -1,12 +1,9 @@
-"""SSE framing and bounded body decoding: bytes → ``(event_name, data)`` events, within limits."""
+"""SSE framing: bytes → ``(event_name, data)`` events, within ``max_event_bytes``."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, ClassVar
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_EVENT_BYTES", "SseDecoder", "SseEvent"]
 
@@ -18,7 +15,6 @@ DEFAULT_MAX_BODY_BYTES = 256 << 20
 SseEvent = tuple[str, str]
 """One dispatched SSE event: ``(event_name, data)``; the name is ``"message"`` when none was sent."""
 
-_INFLATE_PIECE = 1 << 20  # decompressed bytes handled per step: peak memory stays near the limits
 
 _after_event = itemgetter(slice(7, None))  # a line's value after ``event: ``
 _after_data = itemgetter(slice(6, None))  # a line's value after ``data: ``
@@ -224,55 +220,3 @@ class SseDecoder:
                 name = value or "message"
         if data is not None:
             events.append((name, "\n".join(data)))
-
-
-# --- bounded body decoding ----------------------------------------------------------------
-
-
-class _Body:
-    """Raw body bytes → decoded bytes in bounded pieces, counting toward ``max_body_bytes``."""
-
-    __slots__ = ("_inflater", "_started", "encoding", "limit", "total")
-
-    SUPPORTED: ClassVar[frozenset[str]] = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
-
-    def __init__(self, encoding: str, limit: int) -> None:
-        self.encoding = encoding
-        self.limit = limit
-        self.total = 0
-        self._started = False
-        self._inflater: Any = None
-        if encoding in ("gzip", "x-gzip"):
-            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif encoding == "deflate":
-            self._inflater = zlib.decompressobj()
-
-    def _count(self, n: int) -> None:
-        self.total += n
-        if self.total > self.limit:
-            raise ValueError(f"the response body exceeds the limit of {self.limit} bytes")
-
-    def pieces(self, raw: bytes) -> Iterator[bytes]:
-        inflater = self._inflater
-        if inflater is None:
-            self._count(len(raw))
-            yield raw
-            return
-        data = raw
-        while data:
-            try:
-                out = inflater.decompress(data, _INFLATE_PIECE)
-            except zlib.error as exc:
-                if self.encoding == "deflate" and not self._started:
-                    # Servers send raw deflate as often as zlib-wrapped deflate.
-                    self._inflater = inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-                    self._started = True
-                    continue
-                raise ValueError(f"the {self.encoding} body cannot be decompressed: {exc}") from None
-            self._started = True
-            data = inflater.unconsumed_tail
-            if out:
-                self._count(len(out))
-                yield out
-            if inflater.eof:
-                break

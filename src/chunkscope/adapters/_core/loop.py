@@ -1,8 +1,11 @@
-"""The adapter loop: ``SseAdapter``, the one streaming core under every SSE wire adapter.
+"""The adapter loop: ``EventStreamAdapter``, the one streaming core under every wire adapter.
 
-A wire supplies a request builder and a pure ``Translator``; ``SseAdapter`` sends the request,
-checks the answer, reads the body through the guard and the framing, feeds the translator,
-drains the rest of the body for the connection's reuse, and maps every failure to ``LlmError``.
+A wire supplies a request builder, its framing and a pure ``Translator``; ``EventStreamAdapter``
+sends the request and hands the answer's head and raw reads to the one ``WireReader``
+(``reader.py``: inflate, framing, translation, end-of-body rules, error mapping). What is left
+here is I/O: the guard around every await (idle, deadline, abort), yielding, the drain after a
+complete response for the connection's reuse, and the failures of the transport.
+(``SseAdapter`` is its former name: it also carries Bedrock's binary event stream.)
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import json
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, TypedDict
 
 import httpx
 
+from chunkscope._wires import WireFacts
 from chunkscope.protocol import AnyChunk, LlmError
 from chunkscope.protocol._clock import current_marks
 
@@ -22,60 +26,19 @@ from .._base import AbortSignal, GenerateOptions, LlmAdapter
 from .._failures import (
     bounded,
     detach_credentials,
-    error_from_response,
-    loads,
     redact,
     request_id,
     transport_error,
 )
 from .._http import ClientSlot, endpoint_url, merge_headers, public_url
 from .credential import Credential
-from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder, _Body
+from .framing import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from .guard import _Guard, _Stopped
+from .reader import Decoder, Translator, WireReader
 
-__all__ = ["Decoder", "SseAdapter", "Translator"]
-
-# --- the translator contract ----------------------------------------------------------------
-
-
-class Translator(Protocol):
-    """A wire's pure translator: SSE events in, StreamChunks out; no I/O.
-
-    ``feed(event)`` returns the chunks one event completes and raises
-    ``LlmError`` for a failure the event reveals (the chunks it produced
-    before the failure are then in ``salvage()``). ``done`` turns true when
-    the content is complete (``[DONE]``, ``message_stop``): that feed
-    returned the final chunks, ending with the finish. ``end()`` is called at
-    the end of the body: ``[]`` when done, else it raises ``STREAM_CLOSED``.
-    """
-
-    done: bool
-    request_id: str | None
-
-    def feed(self, event: Any) -> list[AnyChunk]: ...  # an SseEvent on every SSE wire
-
-    def end(self) -> list[AnyChunk]: ...
-
-    def salvage(self) -> list[AnyChunk]: ...
-
-
-class Decoder(Protocol):
-    """A wire's framing: body bytes in, events out (``SseDecoder`` for every SSE wire).
-
-    ``feed(data)`` returns the events ``data`` completes; a framing failure (an event past its
-    size limit, a frame whose checksum fails) sets ``failure`` (a ``ValueError``) and ends the
-    events. ``end()`` returns what the body's end completes (an unterminated last event).
-    """
-
-    failure: ValueError | None
-
-    def feed(self, data: bytes) -> list[Any]: ...
-
-    def end(self) -> list[Any]: ...
-
+__all__ = ["Decoder", "EventStreamAdapter", "SseAdapter", "StreamOptions", "Translator"]
 
 _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.StreamError, OSError)
-_ERROR_BODY_LIMIT = 1 << 20
 
 
 # --- the adapter ---------------------------------------------------------------------------------
@@ -100,11 +63,26 @@ def _check_limits(
         raise ValueError("max_event_bytes and max_body_bytes must be positive")
 
 
-class SseAdapter(LlmAdapter):
-    """An adapter for a wire that answers a JSON POST with a server-sent event stream.
+class StreamOptions(TypedDict, total=False):
+    """The constructor options every ``EventStreamAdapter`` takes (after ``base_url``, ``api_key``);
+    a wire's adapter adds its own and passes these on (``**options: Unpack[StreamOptions]``)."""
 
-    Subclasses set ``path`` (appended to ``base_url``), ``api_name`` (errors
-    say "<api_name> at <host>") and implement ``request_body(options)``,
+    http_client: httpx.AsyncClient | None
+    idle_timeout: float | None
+    total_timeout: float | None
+    headers: Mapping[str, str] | None
+    api_key_env: str | None
+    max_event_bytes: int
+    max_body_bytes: int
+
+
+class EventStreamAdapter(LlmAdapter):
+    """An adapter for a wire that answers a JSON POST with a stream of events (SSE, or
+    Bedrock's binary event stream: the wire's ``framing`` decides).
+
+    Subclasses set ``wire`` (their row of the wire table: the provider name, the key
+    variables, the media type and, unless they set ``path``, the request path come from it),
+    ``api_name`` (errors say "<api_name> at <host>") and implement ``request_body(options)``,
     ``wire_headers(key)`` and ``translator(secrets)``; everything else is
     here. Constructor arguments shared by every wire: ``base_url``,
     ``api_key`` (else the ``api_key_env`` variable, read per stream),
@@ -115,6 +93,8 @@ class SseAdapter(LlmAdapter):
     never removed), ``max_event_bytes`` and ``max_body_bytes``.
     """
 
+    wire: ClassVar[WireFacts | None] = None
+    """The adapter's row of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
     path: ClassVar[str] = ""
     api_name: ClassVar[str] = "API"
     default_api_key_env: ClassVar[str | tuple[str, ...] | None] = None
@@ -122,6 +102,18 @@ class SseAdapter(LlmAdapter):
     """The media type of the streamed answer (sent as Accept, required of the response)."""
     framing: ClassVar[Callable[[int], Decoder]] = SseDecoder
     """The wire's framing decoder, built with the largest event it takes (the tap reads it too)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        facts = cls.__dict__.get("wire")
+        if facts is None:
+            return
+        # One home for each fact: the row says them, the adapter reads them.
+        cls.provider = facts.provider
+        cls.default_api_key_env = facts.key_variables
+        cls.content_type = facts.media_type
+        if "path" not in cls.__dict__:
+            cls.path = facts.request_path
 
     def __init__(
         self,
@@ -215,73 +207,64 @@ class SseAdapter(LlmAdapter):
         signal and task cancellation release it by themselves.
         """
         call = self._start(options)
-        guard, translator, secrets, signal = call.guard, call.translator, call.secrets, call.signal
-        client = call.client
-        tail: list[AnyChunk] = []
+        guard, secrets, signal = call.guard, call.secrets, call.signal
+        reader = call.reader
         rid: str | None = None
         try:
             try:
                 if signal is not None and signal.aborted:
                     guard.check()
-                response = await guard.run(client.send(call.request, stream=True, follow_redirects=False))
+                sent = call.client.send(call.request, stream=True, follow_redirects=False)
+                response = await guard.run(sent)
                 guard.response = response
                 rid = request_id(response.headers, secrets)
-                translator.request_id = rid
-                await self._accept(guard, response, secrets)
-                decoder = self.decoder()
-                encoding, raw_reads = _body_reads(response)
-                body_reader = _Body(encoding, self.max_body_bytes)
-                feed = translator.feed
-                done = False
-                unmarked = current_marks()  # the timer's marks, until the first event is marked
+                reader.translator.request_id = rid
+                raw_reads = await self._accept(guard, response, reader)
+                each = reader.each
+                marks = current_marks()  # the timer's marks, until the first event is marked
                 while True:
                     try:
                         raw = await guard.run(_next(raw_reads))
                     except _Stopped:
                         break  # the drain after a complete response ran out
                     except _TRANSPORT_ERRORS:
-                        if done:
+                        if reader.done:
                             break  # the content was complete: only the connection's reuse is lost
                         raise
                     if raw is None:
                         break
-                    if done:
+                    if reader.done:
                         continue  # read to the end so the connection can be reused
-                    if unmarked is not None:
-                        unmarked.byte()
-                    for piece in body_reader.pieces(raw):
-                        for event in decoder.feed(piece):
-                            if unmarked is not None:
-                                unmarked.event()
-                                unmarked = None  # one local test per event from here on
-                            chunks = feed(event)
-                            if translator.done:
-                                tail = chunks  # yielded after the connection is released
-                                done = True
-                                guard.drain()
-                                break
-                            for chunk in chunks:
-                                yield chunk
-                                # guard.check(), inlined: this runs once per chunk
-                                if guard.cause is not None or (signal is not None and signal.aborted):
-                                    guard.check()
-                        if done:
-                            break
-                        if decoder.failure is not None:
-                            raise decoder.failure
-                if not done:
-                    async for chunk in _body_end(decoder, translator, guard, tail):
+                    if marks is not None:
+                        marks.byte()
+                        if reader.started:
+                            marks = None  # one local test per read from here on
+                    for chunks in each(raw):
+                        for chunk in chunks:
+                            yield chunk
+                            # guard.check(), inlined: this runs once per chunk
+                            if guard.cause is not None or (signal is not None and signal.aborted):
+                                guard.check()
+                    if reader.error is not None:
+                        raise reader.error
+                    if reader.done:
+                        guard.drain()  # the final chunks wait in reader.final for the release
+                if not reader.done:
+                    for chunk in reader.end():
                         yield chunk
+                        guard.check()
+                    if reader.error is not None:
+                        raise reader.error
                 await guard.close()
             except (LlmError, ValueError, *_TRANSPORT_ERRORS) as exc:
-                salvage, error, cause = _failure(exc, guard, translator, self._label, secrets, rid)
+                salvage, error, cause = _failure(exc, guard, reader, self._label, secrets, rid)
                 for chunk in salvage:
                     yield chunk
                 raise error from cause
         finally:
             await guard.close()
-        self.finished(translator)
-        for chunk in tail:
+        self.finished(reader.translator)
+        for chunk in reader.final:
             yield chunk
 
     def _start(self, options: GenerateOptions) -> _Call:
@@ -320,46 +303,62 @@ class SseAdapter(LlmAdapter):
             label=label,
             secrets=secrets,
         )
-        return _Call(client, request, guard, self.translator(secrets), secrets, signal)
+        return _Call(client, request, guard, self.reader(self.translator(secrets), secrets), secrets, signal)
 
-    async def _accept(self, guard: _Guard, response: httpx.Response, secrets: tuple[str, ...]) -> None:
-        """Raise the mapped ``LlmError`` unless ``response`` is a 2xx event stream."""
+    def reader(self, translator: Translator, secrets: tuple[str, ...]) -> WireReader:
+        """The one wire reader for one response, with this adapter's framing and limits."""
+        marks = current_marks()  # a timer's first-event mark, when one times this stream
+        return WireReader(
+            translator,
+            self.decoder(),
+            label=self._label,
+            secrets=secrets,
+            media_type=self.content_type,
+            max_body_bytes=self.max_body_bytes,
+            on_event=marks.event if marks is not None else None,
+        )
+
+    async def _accept(
+        self, guard: _Guard, response: httpx.Response, reader: WireReader
+    ) -> AsyncIterator[bytes]:
+        """The body's raw reads once ``response`` is a 2xx stream of the wire; else the mapped
+        ``LlmError`` (an error answer read as far as its code needs; a redirect never followed)."""
+        headers: Mapping[str, str] = response.headers
+        if response.is_stream_consumed:  # an in-memory response: its content is already decoded
+            headers = {k: v for k, v in response.headers.items() if k != "content-encoding"}
+            raw_reads: AsyncIterator[bytes] = _once(response.content)
+        else:
+            raw_reads = response.aiter_raw().__aiter__()
         status = response.status_code
-        if status >= 300:
-            body, truncated = await _error_body(guard, response)
-            error = error_from_response(
-                status, response.headers, body, label=self._label, secrets=secrets, truncated=truncated
-            )
+        reader.head(status, headers)
+        if reader.kind == "error":
+            await _read_error_body(guard, raw_reads, reader)
+            reader.end()
+            error = reader.error
+            assert error is not None
             if 300 <= status <= 399:
-                location = response.headers.get("location")
-                where = f" to {public_url(str(response.url.join(location)))}" if location else ""
-                error = LlmError(
-                    bounded(
-                        f"{self._label} answered HTTP {status}, a redirect{where}; redirects are not "
-                        "followed (the API key must not reach another address): "
-                        "use the final URL as base_url",
-                        secrets,
-                    ),
-                    error.code,
-                    status=status,
-                    request_id=error.request_id,
-                )
+                raise self._redirect(response, error, reader.secrets)
             raise error
-        content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if content_type != self.content_type:
-            raise LlmError(
-                f"{self._label} answered HTTP {status} with {content_type or 'no content type'}, "
-                f"not an event stream ({self.content_type})",
-                "MALFORMED_RESPONSE",
-                status=status,
-            )
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in _Body.SUPPORTED:
-            raise LlmError(
-                f"{self._label} sent a body in content-encoding {encoding!r}, which was not asked for",
-                "MALFORMED_RESPONSE",
-                status=status,
-            )
+        if reader.error is not None:
+            raise reader.error
+        return raw_reads
+
+    def _redirect(self, response: httpx.Response, error: LlmError, secrets: tuple[str, ...]) -> LlmError:
+        """A 3xx answer's error: redirects are never followed (the key must not travel)."""
+        status = response.status_code
+        location = response.headers.get("location")
+        where = f" to {public_url(str(response.url.join(location)))}" if location else ""
+        return LlmError(
+            bounded(
+                f"{self._label} answered HTTP {status}, a redirect{where}; redirects are not "
+                "followed (the API key must not reach another address): "
+                "use the final URL as base_url",
+                secrets,
+            ),
+            error.code,
+            status=status,
+            request_id=error.request_id,
+        )
 
 
 @dataclass
@@ -369,39 +368,15 @@ class _Call:
     client: httpx.AsyncClient
     request: httpx.Request
     guard: _Guard
-    translator: Translator
+    reader: WireReader
     secrets: tuple[str, ...]
     signal: AbortSignal | None
-
-
-def _body_reads(response: httpx.Response) -> tuple[str, AsyncIterator[bytes]]:
-    """The body's content encoding and its raw reads (an in-memory response is already decoded)."""
-    if response.is_stream_consumed:
-        return "", _once(response.content)
-    return response.headers.get("content-encoding", "").strip().lower(), response.aiter_raw().__aiter__()
-
-
-async def _body_end(
-    decoder: Decoder, translator: Translator, guard: _Guard, tail: list[AnyChunk]
-) -> AsyncIterator[AnyChunk]:
-    """The body ended before the translator's terminator: a last event without its blank line,
-    whole, still counts; then the translator's own end (its chunks, or STREAM_CLOSED) into ``tail``."""
-    for event in decoder.end():
-        if _complete(event[1]):
-            chunks = translator.feed(event)
-            if translator.done:
-                tail[:] = chunks
-                return
-            for chunk in chunks:
-                yield chunk
-                guard.check()
-    tail += translator.end()
 
 
 def _failure(
     exc: BaseException,
     guard: _Guard,
-    translator: Translator,
+    reader: WireReader,
     label: str,
     secrets: tuple[str, ...],
     rid: str | None,
@@ -410,19 +385,21 @@ def _failure(
 
     An ``LlmError`` keeps its code; a ``ValueError`` (a size limit, an undecodable body) is
     ``MALFORMED_RESPONSE``; a transport error is the guard's own cause when it ended the call
-    (idle, deadline, abort), else the mapped transport failure. Everything is redacted.
+    (idle, deadline, abort), else the mapped transport failure. Everything is redacted. The
+    reader's own failures come with their salvage already yielded.
     """
     if isinstance(exc, LlmError):
-        salvage = translator.salvage() if exc is not guard.cause else []
+        salvage = reader.salvage() if exc is not guard.cause and exc is not reader.error else []
         return salvage, _final(exc, secrets, rid), exc.__cause__
     if isinstance(exc, ValueError):
         error = LlmError(bounded(f"{label}: {exc}", secrets), "MALFORMED_RESPONSE", request_id=rid)
-        return translator.salvage(), error, None
+        return reader.salvage(), error, None
     detach_credentials(exc, secrets)  # it stays the error's __context__: no key on it
     cause = guard.cause
     if cause is not None:
         return [], _final(cause, secrets, rid), None
-    return [], _final(transport_error(exc, label=label, secrets=secrets), secrets, rid), exc
+    error = transport_error(exc, label=label, secrets=secrets)
+    return reader.salvage(), _final(error, secrets, rid), exc  # a drop: as the reader's close() ends it
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
@@ -436,34 +413,16 @@ async def _next(reads: AsyncIterator[bytes]) -> bytes | None:
         return None
 
 
-def _complete(data: str) -> bool:
-    if data == "[DONE]":
-        return True
+async def _read_error_body(guard: _Guard, reads: AsyncIterator[bytes], reader: WireReader) -> None:
+    """An error answer's reads into ``reader``, as far as its code and message need."""
     try:
-        loads(data)
-    except ValueError:
-        return False
-    return True
-
-
-async def _error_body(guard: _Guard, response: httpx.Response) -> tuple[bytes, bool]:
-    """Up to ``_ERROR_BODY_LIMIT`` decoded bytes of an error answer; (body, cut short)."""
-    body = bytearray()
-    reads = response.aiter_bytes().__aiter__()
-    cut = False
-    try:
-        while True:
+        while not reader.full:
             part = await guard.run(_next(reads))
             if part is None:
                 break
-            body += part
-            if len(body) >= _ERROR_BODY_LIMIT:
-                del body[_ERROR_BODY_LIMIT:]
-                cut = True
-                break
+            reader.feed(part)
     except (*_TRANSPORT_ERRORS, _Stopped):
         pass  # the status says what happened; the detail is whatever arrived
-    return bytes(body), cut
 
 
 def _final(error: LlmError, secrets: Iterable[str], rid: str | None) -> LlmError:
@@ -486,3 +445,7 @@ def _final(error: LlmError, secrets: Iterable[str], rid: str | None) -> LlmError
 def _timeout() -> httpx.Timeout:
     # Reads never time out in httpx: the guard enforces ``idle_timeout`` (None = wait forever).
     return httpx.Timeout(30.0, read=None)
+
+
+SseAdapter = EventStreamAdapter
+"""The former name of ``EventStreamAdapter`` (kept: wires outside chunkscope subclass it)."""

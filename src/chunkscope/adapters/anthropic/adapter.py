@@ -6,7 +6,7 @@ root, as the official Anthropic SDK takes it: ``LocalProvider.url`` or
 translation from ``translate.py`` (chunks that pass the ``strict`` profile:
 blocks in order 0, 1, 2, …, never interleaved; usage once, then the finish);
 credential, guard, limits and failures are the shared SSE core
-(``_sse.SseAdapter``).
+(``_core.EventStreamAdapter``).
 
 Failures are ``LlmError`` with the codes of docs/protocol.md §4, from the one
 table (``_failures``): Anthropic's ``prompt is too long`` and
@@ -20,13 +20,14 @@ stream with an ``error`` finish whose code is the upper-cased ``stop_reason``.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
-import httpx
+from typing_extensions import Unpack
 
+from ..._wires import WIRE_FACTS
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo
-from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
+from .._core import EventStreamAdapter, StreamOptions, Translator
 from .request import DEFAULT_MAX_TOKENS, THINKING_BUDGETS, THINKING_EFFORTS, build_body
 from .translate import AnthropicTranslator
 
@@ -38,7 +39,7 @@ _THINKING_PREFIXES = ("claude-3-7-sonnet", "claude-sonnet-4", "claude-opus-4", "
 _SIGNATURES_KEPT = 512  # thinking signatures remembered for replay (oldest dropped first)
 
 
-class AnthropicAdapter(SseAdapter):
+class AnthropicAdapter(EventStreamAdapter):
     """Streams Anthropic Messages (``POST {base_url}/v1/messages``) as StreamChunks.
 
     ``api_key`` defaults to the ``ANTHROPIC_API_KEY`` environment variable,
@@ -61,36 +62,21 @@ class AnthropicAdapter(SseAdapter):
     and redacted thinking of the turn.
     """
 
-    provider: ClassVar[str] = "anthropic"
+    wire = WIRE_FACTS["anthropic"]  # provider name, key variables, media type, request path
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
-    path = "/v1/messages"
+    path = "/v1" + WIRE_FACTS["anthropic"].request_path  # the root-based base URL, as its SDK
     api_name = "Anthropic API"
-    default_api_key_env = "ANTHROPIC_API_KEY"
 
     def __init__(
         self,
         base_url: str,
         api_key: str | None = None,
         *,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        total_timeout: float | None = None,
         models: Iterable[ModelInfo] | None = None,
         anthropic_version: str = "2023-06-01",
-        headers: Mapping[str, str] | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Unpack[StreamOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            http_client=http_client,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
-            headers=headers,
-            max_event_bytes=max_event_bytes,
-            max_body_bytes=max_body_bytes,
-        )
+        super().__init__(base_url, api_key, **options)
         self.anthropic_version = anthropic_version
         self._models = tuple(models) if models is not None else None
         self._signatures: OrderedDict[str, str] = OrderedDict()

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
 from .._blocks import TOOL_CALL, BlockWriter
-from .._core.payload import PARSE_FAST_REFUSES, parse_fast
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import (
     error_code,
     is_context_window_exceeded,
@@ -227,7 +227,7 @@ class AnthropicTranslator:
         """``json``'s reading of a payload the fast parser refused (``_core/payload.py``), or
         ``MALFORMED_RESPONSE`` saying why it is not JSON."""
         try:
-            return loads(data)
+            return parse_reference(data)
         except ValueError as exc:
             raise LlmError(
                 f"malformed Anthropic stream event {event or 'message'!r}: not JSON ({exc}): "

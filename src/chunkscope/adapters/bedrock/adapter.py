@@ -5,7 +5,7 @@ endpoint's root, ``https://bedrock-runtime.us-east-1.amazonaws.com``, or
 ``LocalProvider.url``) and reads the binary ``application/vnd.amazon.eventstream`` answer
 (``framing``: both CRC32s checked, bounded) through the pure ``BedrockTranslator``. The
 body comes from ``request.py``; timeouts, limits, redirects, redaction and failures are the
-shared core (``_core.SseAdapter``).
+shared core (``_core.EventStreamAdapter``).
 
 Credentials, per stream:
 
@@ -28,17 +28,19 @@ the ``Authorization`` header is).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
 from urllib.parse import quote
 
 import httpx
+from typing_extensions import Unpack
 
 from chunkscope._extras import MissingExtraError, require_modules
 from chunkscope.protocol import LlmError
 
+from ..._wires import WIRE_FACTS
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo
-from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, Credential, SseAdapter
+from .._core import Credential, EventStreamAdapter, StreamOptions
 from .._http import endpoint_url
 from .framing import EventStreamDecoder
 from .request import CLAUDE_EFFORTS, NOVA_EFFORTS, build_body, model_family
@@ -77,7 +79,9 @@ class _BedrockCredential(Credential):
 
     __slots__ = ("_session", "mode", "profile", "signing")
 
-    def __init__(self, value: str | None, env: str | None, signing: Signing, profile: str | None) -> None:
+    def __init__(
+        self, value: str | None, env: str | tuple[str, ...] | None, signing: Signing, profile: str | None
+    ) -> None:
         super().__init__(value, env)
         self.signing = signing
         self.profile = profile
@@ -131,7 +135,8 @@ class _BedrockCredential(Credential):
         credentials = self.session().get_credentials()
         frozen = credentials.get_frozen_credentials() if credentials is not None else None
         if frozen is None or not frozen.access_key or not frozen.secret_key:
-            where = f" or set {self.env}" if self.env else ""
+            names = (self.env,) if isinstance(self.env, str) else (self.env or ())
+            where = f" or set {' or '.join(names)}" if names else ""
             raise LlmError(
                 f"no credentials for {label}: pass api_key=...{where} (a Bedrock API key), or configure "
                 "the AWS credential chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a profile, a role)",
@@ -148,7 +153,7 @@ class _BedrockCredential(Credential):
         return (_BedrockCredential, (None, self.env, self.signing, self.profile))
 
 
-class BedrockAdapter(SseAdapter):
+class BedrockAdapter(EventStreamAdapter):
     """Streams AWS Bedrock ConverseStream (``POST {base_url}/model/{modelId}/converse-stream``).
 
     ``api_key`` (else ``AWS_BEARER_TOKEN_BEDROCK``, read per stream) is a Bedrock API key,
@@ -162,11 +167,9 @@ class BedrockAdapter(SseAdapter):
     ``UNSUPPORTED_OPTION``.
     """
 
-    provider: ClassVar[str] = "aws"
+    wire = WIRE_FACTS["bedrock"]  # provider name, key variables, media type, request path
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
     api_name = "Bedrock API"
-    default_api_key_env = "AWS_BEARER_TOKEN_BEDROCK"
-    content_type = "application/vnd.amazon.eventstream"
     framing = EventStreamDecoder  # the core's decoder() builds it; the tap reads it from here too
 
     def __init__(
@@ -177,29 +180,16 @@ class BedrockAdapter(SseAdapter):
         signing: Signing = "auto",
         region: str | None = None,
         profile: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        total_timeout: float | None = None,
         models: Iterable[ModelInfo] | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Unpack[StreamOptions],
     ) -> None:
         if signing not in ("auto", "bearer", "sigv4"):
             raise ValueError(f"signing must be 'auto', 'bearer' or 'sigv4', not {signing!r}")
         if signing == "sigv4":  # a set-up error belongs here, not in the first stream's finish
             require_modules(_SIGV4, "botocore")
-        super().__init__(
-            base_url,
-            api_key,
-            http_client=http_client,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
-            headers=headers,
-            max_event_bytes=max_event_bytes,
-            max_body_bytes=max_body_bytes,
-        )
-        self._credential = _BedrockCredential(api_key, self.default_api_key_env, signing, profile)
+        super().__init__(base_url, api_key, **options)
+        env = options.get("api_key_env") or self.default_api_key_env
+        self._credential = _BedrockCredential(api_key, env, signing, profile)
         self.signing: Signing = signing
         match = _HOST_REGION.search(httpx.URL(self.base_url).host or "")
         self.region = region or (match.group(1).lower() if match else None)

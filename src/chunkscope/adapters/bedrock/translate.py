@@ -47,13 +47,13 @@ Ignored, on purpose: ``reasoningContent.signature`` and ``reasoningContent.redac
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
 from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter
+from .._core.payload import parse_reference, scan_json
 from .._failures import (
     MAX_CAUSE_CHARS,
     ProviderErrorBody,
@@ -67,9 +67,6 @@ from .framing import EventFrame
 
 __all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole"]
 
-# The JSON decoder's scanner (what json.loads calls through raw_decode): the same C parser
-# without the Python frames around it; StopIteration where there is no JSON value at all.
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 _EXCEPTION_CODES: dict[str, str] = {
     "throttlingexception": "RATE_LIMIT",
@@ -178,7 +175,7 @@ class BedrockTranslator:
         event_type = frame.event_type
         try:
             text = frame.payload.decode()
-            payload, end = _scan_json(text, 0)
+            payload, end = scan_json(text, 0)
             if end != len(text):
                 payload = self._parse_slowly(frame)  # trailing bytes, or whitespace
         except (StopIteration, ValueError, RecursionError):
@@ -215,7 +212,7 @@ class BedrockTranslator:
         """The payload as JSON (surrounding whitespace allowed), or ``MALFORMED_RESPONSE`` saying why not."""
         event_type = frame.event_type
         try:
-            return loads(frame.payload)
+            return parse_reference(frame.payload)
         except ValueError as exc:
             raise LlmError(
                 f"malformed Bedrock stream event {event_type!r}: not JSON ({exc}): "

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 import httpx
+from typing_extensions import Unpack
 
+from ..._wires import WIRE_FACTS
 from .._base import (
     OPTIONAL_OPTIONS,
     GenerateOptions,
@@ -29,7 +31,7 @@ from .._base import (
     find_model,
     listed_models,
 )
-from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter, Translator
+from .._core import EventStreamAdapter, StreamOptions, Translator
 from ._framing import CrlfSseDecoder
 from .request import BUDGET_EFFORTS, LEVEL_EFFORTS, build_body
 from .translate import GeminiTranslator
@@ -56,7 +58,7 @@ that prefix; other ids get no thinking configuration at all."""
 _SIGNATURES_KEPT = 512  # thought signatures of tool calls remembered for replay (oldest dropped first)
 
 
-class GeminiAdapter(SseAdapter):
+class GeminiAdapter(EventStreamAdapter):
     """Streams Gemini ``streamGenerateContent`` as StreamChunks.
 
     ``api_key`` defaults to the ``GEMINI_API_KEY`` environment variable, else
@@ -69,38 +71,22 @@ class GeminiAdapter(SseAdapter):
     (the adapter remembers the latest ones), as Gemini 3 requires.
     """
 
-    provider: ClassVar[str] = "google"
+    wire = WIRE_FACTS["gemini"]  # provider name, key variables, media type, request path
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
     path = "/v1beta/models"
     api_name = "Gemini API"
-    default_api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    framing = CrlfSseDecoder  # a copy-free path for the CRLF the Gemini API frames with
 
     def __init__(
         self,
         base_url: str,
         api_key: str | None = None,
         *,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        total_timeout: float | None = None,
         models: Sequence[ModelInfo] | None = None,
         api_version: str = "v1beta",
-        headers: Mapping[str, str] | None = None,
-        api_key_env: str | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Unpack[StreamOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            http_client=http_client,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
-            headers=headers,
-            api_key_env=api_key_env,
-            max_event_bytes=max_event_bytes,
-            max_body_bytes=max_body_bytes,
-        )
+        super().__init__(base_url, api_key, **options)
         if not api_version or "/" in api_version:
             raise ValueError(f"api_version must be one path segment such as 'v1beta', not {api_version!r}")
         self.api_version = api_version
@@ -139,10 +125,6 @@ class GeminiAdapter(SseAdapter):
     def wire_headers(self, key: str) -> dict[str, str]:
         """``x-goog-api-key`` (the key never goes in the URL)."""
         return {"x-goog-api-key": key}
-
-    def decoder(self) -> CrlfSseDecoder:
-        """The SSE framing, with a copy-free path for the CRLF the Gemini API frames with."""
-        return CrlfSseDecoder(self.max_event_bytes)
 
     def translator(self, secrets: tuple[str, ...]) -> GeminiTranslator:
         """A fresh translator for one response."""

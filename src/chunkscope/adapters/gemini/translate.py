@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from chunkscope.protocol import (
@@ -64,8 +64,8 @@ from .._blocks import (
     set_fields,
     set_private,
 )
-from .._core.payload import PARSE_FAST_REFUSES, parse_fast
-from .._failures import bounded, loads, preview, stream_error
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
+from .._failures import bounded, preview, stream_error
 from .._finish import FINISH_CODES
 from ._partial import ArgumentText, parse_json_path
 
@@ -75,9 +75,6 @@ MADE_UP_ID_PREFIX = "call_chunkscope_"
 """The start of an id made up for a ``functionCall`` the wire sent without one (the request
 builder leaves such ids out: the server never knew them)."""
 
-# The decoder's scanner, which ``json.loads`` ends up calling: the same C parser without the
-# Python frames around it (~1 µs less per event); ``_parse_slowly`` says why a payload fails.
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _FINISH_MESSAGE_CHARS = 300
 _VALUE_FIELDS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
@@ -238,19 +235,10 @@ class GeminiTranslator:
         return self._writer.take()
 
     def _parse_reference(self, data: str) -> Any:
-        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        """The shared ``json`` reading of a payload the fast parser refused, or
+        ``MALFORMED_RESPONSE`` saying why it is not JSON."""
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and not data[end:].isspace():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            return self._parse_slowly(data)
-        return obj
-
-    def _parse_slowly(self, data: str) -> Any:
-        """``loads(data)``, or ``MALFORMED_RESPONSE`` saying why it is not JSON."""
-        try:
-            return loads(data)
+            return parse_reference(data)
         except ValueError as exc:
             raise self._malformed(
                 f"malformed Gemini stream event: not JSON ({exc}): {preview(data, self.secrets)}"

@@ -3,16 +3,17 @@
 ``POST {base_url}/chat/completions`` with ``stream: true`` and
 ``stream_options.include_usage``. The request comes from ``request.py``, the
 translation from ``translate.py``; everything else (credential, guard,
-limits, failures) is the shared SSE core (``_sse.SseAdapter``).
+limits, failures) is the shared SSE core (``_core.EventStreamAdapter``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
+from typing_extensions import Unpack
 
+from ..._wires import WIRE_FACTS
 from .._base import (
     OPTIONAL_OPTIONS,
     GenerateOptions,
@@ -22,7 +23,7 @@ from .._base import (
     find_model,
     listed_models,
 )
-from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
+from .._core import EventStreamAdapter, StreamOptions
 from .request import build_body
 from .translate import OpenAITranslator
 
@@ -46,13 +47,14 @@ DEEPSEEK_MODELS: tuple[ModelInfo, ...] = (
 """The default model table. An id ending in ``*`` matches every model id with that prefix."""
 
 
-class OpenAICompatAdapter(SseAdapter):
+class OpenAICompatAdapter(EventStreamAdapter):
     """DeepSeek / OpenAI chat-completions streaming adapter.
 
     ``base_url`` is the API root that ``/chat/completions`` is appended to
     (``https://api.deepseek.com``, ``LocalProvider().base_url``). The key comes
     from ``api_key`` or, at stream time, the ``api_key_env`` environment
-    variable (``DEEPSEEK_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
+    variable, else those its wire row names (``DEEPSEEK_API_KEY``, then
+    ``OPENAI_API_KEY``); a missing key is ``MISSING_CREDENTIAL``
     and one no header can carry ``INVALID_CREDENTIAL``, both raised by
     ``stream()`` before any I/O. ``http_client`` is used as given (the caller
     closes it); otherwise the adapter owns one (``aclose()`` / ``async with``).
@@ -73,38 +75,20 @@ class OpenAICompatAdapter(SseAdapter):
     change the request.
     """
 
-    provider = "deepseek"
+    wire = WIRE_FACTS["openai"]  # provider name, key variables, media type, request path
     supported_options = frozenset(OPTIONAL_OPTIONS)
-    path = "/chat/completions"
     api_name = "chat completions API"
-    default_api_key_env = "DEEPSEEK_API_KEY"
 
     def __init__(
         self,
         base_url: str,
         api_key: str | None = None,
         *,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        total_timeout: float | None = None,
         models: Sequence[ModelInfo] | None = None,
-        headers: Mapping[str, str] | None = None,
-        api_key_env: str | None = "DEEPSEEK_API_KEY",
         think_tags: bool = False,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Unpack[StreamOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            http_client=http_client,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
-            headers=headers,
-            api_key_env=api_key_env,
-            max_event_bytes=max_event_bytes,
-            max_body_bytes=max_body_bytes,
-        )
+        super().__init__(base_url, api_key, **options)
         self.think_tags = think_tags
         self._models = tuple(DEEPSEEK_MODELS if models is None else models)
 

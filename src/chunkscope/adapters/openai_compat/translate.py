@@ -40,8 +40,8 @@ arguments gets ``{}``; one without a name is ``MALFORMED_RESPONSE``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 from chunkscope.protocol import (
     AnyChunk,
@@ -57,17 +57,14 @@ from chunkscope.protocol._chunks import trusted  # internal: chunk models withou
 from chunkscope.protocol._words import type_phrase
 
 from .._blocks import REASONING, TEXT, BlockWriter
-from .._core.payload import PARSE_FAST_REFUSES, parse_fast
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
 __all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole"]
 
 _DONE = "[DONE]"
-# The decoder's scanner, which ``json.loads`` ends up calling through ``raw_decode``: the same C
-# parser without the Python frames around it, ~1 µs less per event than ``json.loads``. It
-# raises StopIteration where there is no JSON value at all; ``_parse_slowly`` then says why.
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The chat-completions stream's terminator: an SSE data text that is not JSON."""
 _FINISH_KINDS = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
 
@@ -206,6 +203,9 @@ class OpenAITranslator:
     else until its arguments are complete (``queue``).
     """
 
+    terminators: ClassVar[frozenset[str]] = frozenset({_DONE})
+    """The data texts that end this wire's stream without being JSON (the wire reader asks)."""
+
     def __init__(
         self,
         label: str = "chat completions API",
@@ -288,20 +288,11 @@ class OpenAITranslator:
         return self.blocks.take()
 
     def _parse_reference(self, data: str) -> Any:
-        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        """The shared ``json`` reading of a payload the fast parser refused, or
+        ``MALFORMED_RESPONSE`` saying why it is not JSON."""
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and data[end:].strip():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            return self._parse_slowly(data)
-        return obj
-
-    def _parse_slowly(self, data: str) -> Any:
-        """``json.loads(data)`` (it allows leading whitespace), or ``MALFORMED_RESPONSE`` saying why not."""
-        try:
-            return json.loads(data)
-        except (ValueError, RecursionError) as exc:
+            return parse_reference(data)
+        except ValueError as exc:
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise LlmError(
                 f"{self.label} sent a payload that is not JSON ({why}): {preview(data, self.secrets)}",

@@ -3,7 +3,7 @@
 ``POST {base_url}/responses`` with ``stream: true`` and ``store: false`` (``base_url`` as the
 official SDK takes it: ``https://api.openai.com/v1``, ``LocalProvider().base_url``). The body
 comes from ``request.py``, the translation from ``translate.py``; credential, guard, limits
-and failures are the shared SSE core (``_core.SseAdapter``).
+and failures are the shared SSE core (``_core.EventStreamAdapter``).
 
 Failures are ``LlmError`` with the codes of docs/protocol.md §4: an error answer by its status
 and body (OpenAI-shaped, the one table of ``_failures``), an ``error`` event inside the stream
@@ -14,11 +14,12 @@ by its ``code`` (``rate_limit_exceeded`` → ``RATE_LIMIT``, ``insufficient_quot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
+from typing_extensions import Unpack
 
+from ..._wires import WIRE_FACTS
 from .._base import (
     OPTIONAL_OPTIONS,
     GenerateOptions,
@@ -28,7 +29,7 @@ from .._base import (
     find_model,
     listed_models,
 )
-from .._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseAdapter
+from .._core import EventStreamAdapter, StreamOptions
 from .request import build_body
 from .translate import ResponsesTranslator
 
@@ -57,7 +58,7 @@ RESPONSES_MODELS: tuple[ModelInfo, ...] = (
 """The default model table. An id ending in ``*`` matches every model id with that prefix."""
 
 
-class OpenAIResponsesAdapter(SseAdapter):
+class OpenAIResponsesAdapter(EventStreamAdapter):
     """Streams the OpenAI Responses API (``POST {base_url}/responses``) as StreamChunks.
 
     ``api_key`` defaults to the ``OPENAI_API_KEY`` environment variable, read when a stream
@@ -72,38 +73,20 @@ class OpenAIResponsesAdapter(SseAdapter):
     body. The wire has no stop sequences: ``stop`` is ``UNSUPPORTED_OPTION``.
     """
 
-    provider = "openai"
+    wire = WIRE_FACTS["responses"]  # provider name, key variables, media type, request path
     supported_options = frozenset(OPTIONAL_OPTIONS) - {"stop"}
-    path = "/responses"
     api_name = "Responses API"
-    default_api_key_env = "OPENAI_API_KEY"
 
     def __init__(
         self,
         base_url: str,
         api_key: str | None = None,
         *,
-        http_client: httpx.AsyncClient | None = None,
-        idle_timeout: float | None = 60.0,
-        total_timeout: float | None = None,
         models: Sequence[ModelInfo] | None = None,
-        headers: Mapping[str, str] | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
         check_sequence: bool = True,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Unpack[StreamOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            http_client=http_client,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
-            headers=headers,
-            api_key_env=api_key_env,
-            max_event_bytes=max_event_bytes,
-            max_body_bytes=max_body_bytes,
-        )
+        super().__init__(base_url, api_key, **options)
         self.check_sequence = check_sequence
         self._models = tuple(RESPONSES_MODELS if models is None else models)
 

@@ -47,7 +47,6 @@ counted.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -67,7 +66,7 @@ from .._blocks import (
     set_fields,
     set_private,
 )
-from .._core.payload import PARSE_FAST_REFUSES, parse_fast
+from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
 from .._finish import finish_failure
 
@@ -76,9 +75,6 @@ __all__ = ["ResponsesTranslator", "map_usage", "read_whole", "responses_error_co
 _ITEM_KINDS = {"message": TEXT, "reasoning": REASONING, "function_call": TOOL_CALL}
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 _TEXT_DELTA = "response.output_text.delta"
-# The decoder's scanner (what ``json.loads`` calls through ``raw_decode``), without the Python
-# frames around it; StopIteration where there is no JSON value at all (``_parse_slowly`` says why).
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 # Events of the wire we read that write nothing by themselves (their content arrives in deltas).
 _QUIET = frozenset(
@@ -316,19 +312,10 @@ class ResponsesTranslator:
             raise self._malformed(f"sequence_number {sequence} after {last}: the stream {what}")
 
     def _parse_reference(self, data: str) -> Any:
-        """``json``'s reading of a payload the fast parser refused (``_core/payload.py``)."""
+        """The shared ``json`` reading of a payload the fast parser refused, or
+        ``MALFORMED_RESPONSE`` saying why not."""
         try:
-            obj, end = _scan_json(data, 0)
-            if end != len(data) and data[end:].strip():
-                raise ValueError("extra data after the JSON value")
-        except (ValueError, RecursionError, StopIteration):
-            return self._parse_slowly(data)
-        return obj
-
-    def _parse_slowly(self, data: str) -> Any:
-        """``json.loads(data)``, or ``MALFORMED_RESPONSE`` saying why not."""
-        try:
-            return loads(data)
+            return parse_reference(data)
         except ValueError as exc:
             shown = preview(data, self.secrets)
             raise self._malformed(f"a payload that is not JSON ({exc}): {shown}") from None

@@ -89,7 +89,7 @@ def _rows() -> Iterator[ProviderWire]:
         stream=openai.stream,
         whole=openai.whole,
         in_stream_error=openai.IN_STREAM_ERROR,
-        fault_body=lambda fault: fault.openai_body,
+        fault_body=openai.fault_body,
     )
     yield ProviderWire(
         WIRE_FACTS["anthropic"],
@@ -99,7 +99,7 @@ def _rows() -> Iterator[ProviderWire]:
         stream=anthropic.stream,
         whole=anthropic.whole,
         in_stream_error=anthropic.IN_STREAM_ERROR,
-        fault_body=lambda fault: fault.anthropic_body,
+        fault_body=anthropic.fault_body,
     )
     yield ProviderWire(
         WIRE_FACTS["responses"],
@@ -109,7 +109,7 @@ def _rows() -> Iterator[ProviderWire]:
         stream=responses.stream,
         whole=responses.whole,
         in_stream_error=responses.IN_STREAM_ERROR,
-        fault_body=lambda fault: fault.openai_body,  # the Responses API's errors are OpenAI-shaped
+        fault_body=openai.fault_body,  # the Responses API's errors are OpenAI-shaped
         conversation=responses.conversation,
     )
     yield ProviderWire(

@@ -26,7 +26,9 @@ from typing import Any
 from .._scenarios import (
     CutBeforeUsage,
     Drop,
+    FaultKind,
     Finish,
+    HttpFault,
     Malformed,
     Reasoning,
     Script,
@@ -44,7 +46,34 @@ from .._scenarios import (
 )
 from ._frames import Frame
 
-__all__ = ["anthropic_stream", "anthropic_body", "STOP_REASONS", "THINKING_SIGNATURE", "IN_STREAM_ERROR"]
+__all__ = [
+    "FAULT_ERRORS",
+    "anthropic_stream",
+    "anthropic_body",
+    "STOP_REASONS",
+    "THINKING_SIGNATURE",
+    "IN_STREAM_ERROR",
+    "fault_body",
+]
+
+FAULT_ERRORS: dict[FaultKind, tuple[str, str]] = {
+    "invalid-key": ("invalid x-api-key", "authentication_error"),
+    "insufficient-balance": ("Insufficient Balance: your credit balance is too low", "billing_error"),
+    "rate-limited": ("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error"),
+    "server-error": ("Internal server error", "api_error"),
+    "context-overflow": (
+        "input length and max_tokens exceed context limit: 70000 + 4096 > 65536, "
+        "decrease input length or max_tokens and try again",
+        "invalid_request_error",
+    ),
+}
+"""Each scenario fault's (message, type) as the Messages API words them."""
+
+
+def fault_body(fault: HttpFault) -> dict[str, Any]:
+    """A scenario's HTTP fault as this wire's error body."""
+    message, type_ = FAULT_ERRORS[fault.kind]
+    return {"type": "error", "error": {"type": type_, "message": message}}
 
 STOP_REASONS: dict[WireFinish, str] = {
     "stop": "end_turn",

@@ -54,6 +54,7 @@ from .._scenarios import (
     tools_one_call_at_a_time,
 )
 from ._frames import Frame
+from .anthropic import FAULT_ERRORS as ANTHROPIC_FAULT_ERRORS
 
 __all__ = [
     "EXCEPTION_NAMES",
@@ -340,10 +341,8 @@ def error_headers(status: int, error_type: str) -> Mapping[str, str]:
 
 
 def fault_body(fault: HttpFault) -> Mapping[str, Any]:
-    """A scenario's HTTP fault as Bedrock says it: the message alone."""
-    error = fault.anthropic_body.get("error")
-    message = error.get("message") if isinstance(error, Mapping) else None
-    return {"message": message if isinstance(message, str) else "error"}
+    """A scenario's HTTP fault as Bedrock says it: the message alone (Anthropic's words)."""
+    return {"message": ANTHROPIC_FAULT_ERRORS[fault.kind][0]}
 
 
 # --- the request ------------------------------------------------------------------

@@ -26,7 +26,6 @@ and a ``RetryInfo``; 402: a per-day ``QuotaFailure``; 401: an ``ErrorInfo`` ``AP
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -49,6 +48,7 @@ from .._scenarios import (
     collect_steps,
 )
 from ._frames import Frame
+from .openai import FAULT_ERRORS as OPENAI_FAULT_ERRORS
 
 __all__ = [
     "FINISH_REASONS",
@@ -115,7 +115,6 @@ _STATUS_NAMES = {
 
 _RPC = "type.googleapis.com/google.rpc."
 _SAFETY_BLOCK = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
-_OPENAI_CONTEXT = re.compile(r"maximum context length is (\d+) tokens.*?requested (\d+) tokens", re.DOTALL)
 
 
 # --- the routes' hooks ------------------------------------------------------------
@@ -187,16 +186,11 @@ def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
 
 def fault_body(fault: HttpFault) -> dict[str, Any]:
     """A scenario's HTTP fault as a ``google.rpc.Status`` body: the status named from the HTTP
-    status, the message the OpenAI body says (a context overflow in Gemini's own words)."""
-    error = fault.openai_body.get("error")
-    error = error if isinstance(error, Mapping) else {}
-    message = str(error.get("message") or "")
-    overflow = _OPENAI_CONTEXT.search(message) if error.get("code") == "context_length_exceeded" else None
-    if overflow is not None:
-        message = (
-            f"The input token count ({overflow.group(2)}) exceeds the maximum number of tokens "
-            f"allowed ({overflow.group(1)})."
-        )
+    status, OpenAI's words (a context overflow in Gemini's own)."""
+    if fault.kind == "context-overflow":
+        message = "The input token count (70000) exceeds the maximum number of tokens allowed (65536)."
+    else:
+        message = OPENAI_FAULT_ERRORS[fault.kind][0]
     out: dict[str, Any] = {
         "code": fault.status,
         "message": message,

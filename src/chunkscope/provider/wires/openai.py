@@ -22,7 +22,9 @@ from .._scenarios import (
     Collected,
     CutBeforeUsage,
     Drop,
+    FaultKind,
     Finish,
+    HttpFault,
     Malformed,
     Reasoning,
     Script,
@@ -37,7 +39,40 @@ from .._scenarios import (
 )
 from ._frames import Frame
 
-__all__ = ["Frame", "openai_stream", "openai_body", "openai_usage", "MALFORMED_PAYLOAD", "IN_STREAM_ERROR"]
+__all__ = [
+    "FAULT_ERRORS",
+    "Frame",
+    "openai_stream",
+    "openai_body",
+    "openai_usage",
+    "MALFORMED_PAYLOAD",
+    "IN_STREAM_ERROR",
+    "fault_body",
+]
+
+FAULT_ERRORS: dict[FaultKind, tuple[str, str, str | None]] = {
+    "invalid-key": (
+        "Authentication Fails, Your api key is invalid",
+        "authentication_error",
+        "invalid_api_key",
+    ),
+    "insufficient-balance": ("Insufficient Balance", "insufficient_quota", "insufficient_quota"),
+    "rate-limited": ("Rate limit reached for requests, retry after 2 seconds", "rate_limit_error", None),
+    "server-error": ("Internal server error", "server_error", None),
+    "context-overflow": (
+        "This model's maximum context length is 65536 tokens. "
+        "However, you requested 70000 tokens. Please reduce the length of the messages.",
+        "invalid_request_error",
+        "context_length_exceeded",
+    ),
+}
+"""Each scenario fault's (message, type, code) as DeepSeek / OpenAI word them."""
+
+
+def fault_body(fault: HttpFault) -> dict[str, Any]:
+    """A scenario's HTTP fault as this wire's error body."""
+    message, type_, code = FAULT_ERRORS[fault.kind]
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
 
 
 def error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
