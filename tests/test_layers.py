@@ -96,14 +96,6 @@ ROOT_SHARED = {"chunkscope._wires", "chunkscope._extras"}
 # below fails on a line whose import is gone, so none outlives its reason).
 PENDING_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
     # (file under chunkscope/, the private module it imports): the seam to import instead
-    ("adapters/_core/loop.py", "protocol._clock"): "chunkscope.protocol.shared (current_marks)",
-    ("adapters/gemini/translate.py", "protocol._words"): "chunkscope.protocol.shared (type_phrase)",
-    ("adapters/openai_compat/translate.py", "protocol._chunks"): "chunkscope.protocol.shared (trusted)",
-    ("adapters/openai_compat/translate.py", "protocol._words"): "chunkscope.protocol.shared (type_phrase)",
-    ("adapters/openai_responses/translate.py", "protocol._words"): "chunkscope.protocol.shared (type_phrase)",
-    ("tap/_wires.py", "adapters._core.framing"): "chunkscope.adapters (SseDecoder)",
-    ("tap/_wires.py", "adapters._core.loop"): "chunkscope.adapters (Decoder)",
-    ("tap/_wires.py", "adapters._failures"): "chunkscope.adapters (error_from_response, transport_error)",
 }
 
 

@@ -20,7 +20,7 @@ import httpx
 
 from chunkscope._wires import WireFacts
 from chunkscope.protocol import AnyChunk, LlmError
-from chunkscope.protocol._clock import current_marks
+from chunkscope.protocol.shared import current_marks
 
 from .._base import AbortSignal, GenerateOptions, LlmAdapter
 from .._failures import (

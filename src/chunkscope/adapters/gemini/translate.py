@@ -51,7 +51,7 @@ from chunkscope.protocol import (
     TextDelta,
     TokenUsage,
 )
-from chunkscope.protocol._words import type_phrase
+from chunkscope.protocol.shared import type_phrase
 
 from .._blocks import (
     DELTA_FIELDS,

@@ -53,8 +53,10 @@ from chunkscope.protocol import (
     TokenUsage,
     ToolCallDelta,
 )
-from chunkscope.protocol._chunks import trusted  # internal: chunk models without re-validation (hot path)
-from chunkscope.protocol._words import type_phrase
+from chunkscope.protocol.shared import (
+    trusted,  # the seam: chunk models without re-validation (hot path)
+    type_phrase,
+)
 
 from .._blocks import REASONING, TEXT, BlockWriter
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference

@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
-from chunkscope.protocol._words import type_phrase
+from chunkscope.protocol.shared import type_phrase
 
 from .._blocks import (
     DELTA_FIELDS,
