@@ -98,16 +98,25 @@ _OWN_EXTRAS = {"otel_sink": "otel", "to_otel": "otel"}
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
+    moved = module is None
     if module is None:
-        return _moved(name)
-    value = _resolve(name, module)
-    _publish(value)
-    globals()[name] = value  # later lookups skip __getattr__
+        module = _moved_module(name)
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ModuleNotFoundError as exc:  # an optional dependency: one line naming the extra to install
+        missing = _missing_extra(name, exc)
+        if missing is None:
+            raise
+        # one line to read: not the import machinery's frames, nor the chained ModuleNotFoundError
+        raise missing from None
+    if not moved:  # a moved name is not cached: every use warns, so each place that reaches it is found
+        _publish(value)
+        globals()[name] = value  # later lookups skip __getattr__
     return value
 
 
-def _moved(name: str) -> Any:
-    # Not cached: every use warns, so each place that still reaches it here is found.
+def _moved_module(name: str) -> str:
+    """The layer face a name moved to, with a DeprecationWarning at the caller's line."""
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module 'chunkscope' has no attribute {name!r}")
@@ -117,25 +126,20 @@ def _moved(name: str) -> Any:
         DeprecationWarning,
         stacklevel=3,
     )
-    return _resolve(name, module)
+    return module
 
 
-def _resolve(name: str, module: str) -> Any:
-    try:
-        return getattr(importlib.import_module(module, __name__), name)
-    except ModuleNotFoundError as exc:  # an optional dependency: one line naming the extra to install
-        from ._extras import as_missing_extra
+def _missing_extra(name: str, exc: ModuleNotFoundError) -> Exception | None:
+    """The MissingExtraError that names ``name``'s extra; None when ``exc`` is no optional module."""
+    from ._extras import MissingExtraError, as_missing_extra
 
-        missing = as_missing_extra(exc, f"chunkscope.{name}")
-        if missing is None:
-            raise
-        own = _OWN_EXTRAS.get(name)
-        if own is not None and missing.extra == "usage":
-            from ._extras import MissingExtraError
-
-            missing = MissingExtraError(own, missing.name or "", f"chunkscope.{name}")
-        # one line to read: not the import machinery's frames, nor the chained ModuleNotFoundError
-        raise missing from None
+    missing = as_missing_extra(exc, f"chunkscope.{name}")
+    if missing is None:
+        return None
+    own = _OWN_EXTRAS.get(name)
+    if own is not None and missing.extra == "usage":
+        return MissingExtraError(own, missing.name or "", f"chunkscope.{name}")
+    return missing
 
 
 def _publish(value: Any) -> None:

@@ -38,8 +38,19 @@ def test_ctrl_c_while_waiting_on_a_fifo_is_one_line_and_exit_130(command: str, t
             except OSError as exc:
                 assert exc.errno == errno.ENXIO and process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.01)
-        process.send_signal(signal.SIGINT)  # the command waits for bytes that never come
-        out, err = process.communicate(timeout=20)
+        # The command waits for bytes that never come. A SIGINT that lands between Python's last
+        # check of its signal flag and the blocking read is only seen at the next one (a person
+        # presses Ctrl-C again): send it once the process sleeps, and again if it still waits.
+        for _ in range(4):
+            _wait_until_asleep(process.pid)
+            process.send_signal(signal.SIGINT)
+            try:
+                out, err = process.communicate(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            raise AssertionError("four Ctrl-C did not stop the command")
     finally:
         if writer >= 0:
             os.close(writer)
@@ -48,3 +59,16 @@ def test_ctrl_c_while_waiting_on_a_fifo_is_one_line_and_exit_130(command: str, t
     assert process.returncode == 130, err
     assert err == f"chunkscope {command}: interrupted\n"
     assert "Traceback" not in out
+
+
+def _wait_until_asleep(pid: int) -> None:
+    """Until the process is blocked in the kernel (state S in /proc), or two seconds pass."""
+    deadline = time.monotonic() + 2
+    stat = Path(f"/proc/{pid}/stat")
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().rpartition(")")[2].split()[0] == "S":
+                return
+        except (OSError, IndexError):
+            return
+        time.sleep(0.01)

@@ -438,6 +438,9 @@ class Checker:
     # --- block boundaries -----------------------------------------------------
 
     def _start(self, chunk: BlockStart) -> Sequence[Violation]:
+        # strict: not a stream's chunk at all, so skipped before any stream rule sees it
+        if self._strict and chunk.block_type not in STREAM_BLOCK_TYPES:
+            return self._message_block(chunk, f"block-start opens {a(chunk.block_type)} block")
         if self._finish_pos is not None:
             return self._after_finish(chunk)
         pos = self._pos
@@ -453,8 +456,6 @@ class Checker:
                     f"chunk {opened.start}); an index is not reused",
                 ),
             )
-        if self._strict and chunk.block_type not in STREAM_BLOCK_TYPES:
-            return self._message_block(chunk, f"block-start opens {a(chunk.block_type)} block")
         found: Sequence[Violation] = _EMPTY
         if not 0 <= index <= _MAX_INDEX:
             found = (
@@ -512,10 +513,10 @@ class Checker:
         return (_violation("schema", self._pos, chunk, message),)
 
     def _end(self, chunk: BlockEnd) -> Sequence[Violation]:
-        if self._finish_pos is not None:
-            return self._after_finish(chunk)
         if self._strict and chunk.block.type == "image":
             return self._message_block(chunk, "block-end carries an image block")
+        if self._finish_pos is not None:
+            return self._after_finish(chunk)
         pos = self._pos
         index = chunk.index
         block = self._open.get(index)
