@@ -16,6 +16,7 @@ SKELETON = (Path(__file__).resolve().parents[1] / "conformance" / "skeleton.py")
 
 CELLS = [
     SKELETON.replace("from __future__ import annotations\n", ""),
+    "%load_ext chunkscope\n"  # the notebook displays: import alone registers no formatter
     "from chunkscope.conformance_kit import run_conformance\n"
     'report = await run_conformance(make_skeleton, scenarios=["text", "fault-401"])\n'
     "report",

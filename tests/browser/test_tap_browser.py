@@ -24,6 +24,7 @@ SETUP = """\
 import threading
 import httpx
 import chunkscope as cs
+%load_ext chunkscope
 
 provider = cs.LocalProvider(token_delay=0.2).start()  # the echo call streams for a few seconds
 tap = cs.Tap(upstream=provider.url).start()

@@ -23,6 +23,7 @@ import json, warnings
 import pandas as pd
 from pathlib import Path
 import chunkscope as cs
+%load_ext chunkscope
 from chunkscope.usage import summary
 
 provider = cs.LocalProvider(token_delay=0.03).start()  # spread each call over a few frames
