@@ -230,7 +230,8 @@ def test_every_gated_name_without_its_extra_is_one_standalone_error_in_one_wordi
         assert match[1] == f"chunkscope.{name}" and match[2] == match[4] in extras
         assert match[3] in OPTIONAL_MODULES
         assert "During handling" not in shown and "direct cause" not in shown, shown
-        assert "importlib" not in shown and len(shown.splitlines()) <= 6, shown
+        # the caller's frame and chunkscope's one (3.13 also prints the caller's source under its frame)
+        assert "importlib" not in shown and shown.count('  File "') <= 2, shown
         assert shown.rstrip().endswith(message)
 # --- the lab extra runs every tutorial and the README's examples ---------------------------------
 
