@@ -95,6 +95,19 @@ async def test_a_burst_of_chunks_goes_out_in_a_constant_number_of_messages(clock
     assert len(captured.messages[1]["r"]) == 10_004
 
 
+async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_text(clock: FakeClock) -> None:
+    timeline, captured = timeline_with_capture(clock)
+    chunks = [start(0, "reasoning"), *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)], end(0),
+              start(1, "text"), *[delta(1, f"ü{i}\n") for i in range(5_000)], end(1)]
+    await timeline.consume(stream_of(chunks))
+    wire = captured.messages[1]["wire"]
+    # what goes to the page grows with the blocks on screen, not with the 10,000 deltas
+    assert [r[1] for r in wire] == ["x", "R", "x", "x", "T", "x"]
+    assert "".join(wire[4][3]) == "".join(f"ü{i}\n" for i in range(5_000))
+    decoded, _ = reassemble(captured)
+    assert decoded[1:5_001] == chunks[1:5_001] and decoded[5_003:10_003] == chunks[5_003:10_003]
+
+
 async def test_a_slow_stream_sends_each_chunk_without_waiting_for_the_next(clock: FakeClock) -> None:
     timeline, captured = timeline_with_capture(clock)
     await timeline.consume(paced(CLEAN, clock, step=0.5))

@@ -23,7 +23,14 @@ after a ``step-start`` or a ``retry``.
 
 ``t`` is the arrival time in milliseconds since the stream started. Deltas are
 sent as deltas (never the accumulated text), so the bytes sent grow linearly
-with the stream. A violation travels as ``[position, rule, severity, message]``
+with the stream.
+
+On the wire to the page (batch messages, never the saved state) a run of two
+or more consecutive ``"t"`` / ``"r"`` records of one block is coalesced into
+one record ``[t, "T" | "R", index, [text, ...], [t_ms, ...]]`` (``coalesce``):
+the page gets one record per block per frame, still with every delta's exact
+text and arrival time, so a chunk number and the replay slider keep their
+meaning. ``expand`` undoes it (what ``timeline.js`` reads back). A violation travels as ``[position, rule, severity, message]``
 (``position`` null = end of stream).
 
 The front end (``timeline.js``) decodes the same shapes.
@@ -36,7 +43,7 @@ from typing import Any
 
 from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDelta
 
-__all__ = ["Record", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
+__all__ = ["Record", "coalesce", "expand", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
 
 Record = list[Any]
 """One chunk in the timeline's compact form (see the module docstring)."""
@@ -59,6 +66,42 @@ def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
             return [t_ms, "c", d["index"], d["id"], d["arguments_delta"]]
         return [t_ms, "c", d["index"], d["id"], d["arguments_delta"], name]
     return [t_ms, "x", chunk.to_dict()]
+
+
+_RUN_TAG = {"t": "T", "r": "R"}
+_DELTA_TAG = {"T": "t", "R": "r"}
+
+
+def coalesce(records: list[Record]) -> list[Record]:
+    """``records`` with each run of consecutive text / reasoning deltas of one block as one run record."""
+    out: list[Record] = []
+    run: Record | None = None  # the run being built, still in ``out``
+    previous: Record | None = None
+    for record in records:
+        tag = record[1]
+        if previous is not None and tag == previous[1] and tag in _RUN_TAG and record[2] == previous[2]:
+            if run is None:
+                run = [previous[0], _RUN_TAG[tag], previous[2], [previous[3]], [previous[0]]]
+                out[-1] = run
+            run[3].append(record[3])
+            run[4].append(record[0])
+        else:
+            run = None
+            out.append(record)
+        previous = record
+    return out
+
+
+def expand(records: list[Record]) -> list[Record]:
+    """The per-chunk records of a coalesced list (``coalesce`` undone)."""
+    out: list[Record] = []
+    for record in records:
+        tag = _DELTA_TAG.get(record[1])
+        if tag is None:
+            out.append(record)
+        else:
+            out.extend([t, tag, record[2], text] for text, t in zip(record[3], record[4], strict=True))
+    return out
 
 
 def encode_raw(raw: Any, t_ms: float) -> Record:

@@ -6,7 +6,10 @@ its chunks as usual, and its steps, retry waits, tool spans and outcome as
 ``"a"`` records (see ``_records``).
 
 Python → browser messages (``widget.send``), batched to at most one per
-``interval`` (1/30 s) plus the start and end of each run::
+``interval`` (1/60 s, a display frame) plus the start and end of each run; the
+end of a run is flushed at once. Within a batch the deltas of a block travel
+coalesced, one record per block (``_records.coalesce``), so what reaches the
+page follows what changes on screen, not the number of deltas::
 
     {"type": "batch", "run": r, "seq": n, "c0": c, "v0": v, "v": [violations],
      "start": true?, "end": {...}?}   + buffers[0]: the records, as UTF-8 JSON
@@ -74,15 +77,15 @@ from chunkscope.runtime import (
 
 from .._base import StaticCopyWidget
 from .._files import replayed_streams
-from ._records import Record, encode_chunk, encode_raw, encode_violation
+from ._records import Record, coalesce, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
 from ._static_html import render_fragment, render_page
 from ._view import STATE_VERSION, derive
 
 __all__ = ["Timeline", "show", "FRAME_INTERVAL"]
 
-FRAME_INTERVAL = 1 / 30
-"""Default minimum time between two batch messages (seconds): at most ~30 messages a second."""
+FRAME_INTERVAL = 1 / 60
+"""Default minimum time between two batch messages (seconds): at most one a display frame."""
 
 _HERE = Path(__file__).parent
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
@@ -102,7 +105,7 @@ class Timeline(StaticCopyWidget):
     cancellation is re-raised after the timeline is finalised.
 
     ``clock`` (seconds, monotonic) and ``interval`` exist for tests and
-    benchmarks; the defaults are ``time.perf_counter`` and 1/30 s.
+    benchmarks; the defaults are ``time.perf_counter`` and 1/60 s.
     """
 
     _esm = _HERE / "timeline.js"
@@ -424,7 +427,7 @@ class Timeline(StaticCopyWidget):
         self._send_records(msg, self._records[c0 : self._sent_records])
 
     def _send_records(self, msg: dict[str, Any], records: list[Record]) -> None:
-        self.send(msg, buffers=[_records_buffer(records)])
+        self.send(msg, buffers=[_records_buffer(coalesce(records))])
 
     # --- static renderings --------------------------------------------------------
 
