@@ -97,8 +97,8 @@ async def test_a_burst_of_chunks_goes_out_in_a_constant_number_of_messages(clock
 
 async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_text(clock: FakeClock) -> None:
     timeline, captured = timeline_with_capture(clock)
-    chunks = [start(0, "reasoning"), *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)], end(0),
-              start(1, "text"), *[delta(1, f"ü{i}\n") for i in range(5_000)], end(1)]
+    chunks = [start(0, "reasoning"), *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)], end(0, type="reasoning", text=""),
+              start(1, "text"), *[delta(1, f"ü{i}\n") for i in range(5_000)], end(1, type="text", text="")]
     await timeline.consume(stream_of(chunks))
     wire = captured.messages[1]["wire"]
     # what goes to the page grows with the blocks on screen, not with the 10,000 deltas
