@@ -25,13 +25,18 @@ after a ``step-start`` or a ``retry``.
 sent as deltas (never the accumulated text), so the bytes sent grow linearly
 with the stream.
 
-On the wire to the page (batch messages, never the saved state) a run of two
+On the wire to the page (batch messages; a long stream's saved state too) a run of two
 or more consecutive ``"t"`` / ``"r"`` records of one block is coalesced into
-one record ``[t, "T" | "R", index, [text, ...], [t_ms, ...]]`` (``coalesce``):
-the page gets one record per block per frame, still with every delta's exact
-text and arrival time, so a chunk number and the replay slider keep their
-meaning. ``expand`` undoes it (what ``timeline.js`` reads back). A violation travels as ``[position, rule, severity, message]``
-(``position`` null = end of stream).
+one record ``[t, "T" | "R", index, text, [length, ...], [step_us, ...]]``
+(``coalesce``): the deltas' text joined, each delta's length in UTF-16 code
+units (a JavaScript string's), and its arrival as microseconds after the
+previous one (0 for the first, at ``t``). The page gets one record per block
+per frame, still with every delta's exact text and arrival time, so a chunk
+number and the replay slider keep their meaning. ``expand`` undoes it (what
+``timeline.js`` reads back).
+
+A violation travels as ``[position, rule, severity, message]`` (``position``
+null = end of stream).
 
 The front end (``timeline.js``) decodes the same shapes.
 """
@@ -70,26 +75,42 @@ def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
 
 _RUN_TAG = {"t": "T", "r": "R"}
 _DELTA_TAG = {"T": "t", "R": "r"}
+_ASTRAL = "\U00010000"  # from here a character is two UTF-16 code units (a JavaScript string's)
 
 
 def coalesce(records: list[Record]) -> list[Record]:
     """``records`` with each run of consecutive text / reasoning deltas of one block as one run record."""
     out: list[Record] = []
-    run: Record | None = None  # the run being built, still in ``out``
-    previous: Record | None = None
+    run: list[Record] = []
+
+    def close_run() -> None:
+        out.append(_run_record(run) if len(run) > 1 else run[0])
+        run.clear()
+
     for record in records:
         tag = record[1]
-        if previous is not None and tag == previous[1] and tag in _RUN_TAG and record[2] == previous[2]:
-            if run is None:
-                run = [previous[0], _RUN_TAG[tag], previous[2], [previous[3]], [previous[0]]]
-                out[-1] = run
-            run[3].append(record[3])
-            run[4].append(record[0])
+        if run and (tag != run[0][1] or record[2] != run[0][2]):
+            close_run()
+        if tag in _RUN_TAG:
+            run.append(record)
         else:
-            run = None
             out.append(record)
-        previous = record
+    if run:
+        close_run()
     return out
+
+
+def _run_record(run: list[Record]) -> Record:
+    texts = [record[3] for record in run]
+    text = "".join(texts)
+    if text and max(text) >= _ASTRAL:
+        lengths = [len(t) + sum(1 for ch in t if ch >= _ASTRAL) for t in texts]
+    else:
+        lengths = [len(t) for t in texts]
+    micros = [round(float(record[0]) * 1000) for record in run]
+    steps = [0] + [b - a for a, b in zip(micros, micros[1:])]
+    first = run[0]
+    return [first[0], _RUN_TAG[first[1]], first[2], text, lengths, steps]
 
 
 def expand(records: list[Record]) -> list[Record]:
@@ -99,8 +120,16 @@ def expand(records: list[Record]) -> list[Record]:
         tag = _DELTA_TAG.get(record[1])
         if tag is None:
             out.append(record)
-        else:
-            out.extend([t, tag, record[2], text] for text, t in zip(record[3], record[4], strict=True))
+            continue
+        t0, _, index, text, lengths, steps = record
+        units = text.encode("utf-16-le", "surrogatepass")
+        micros = round(float(t0) * 1000)
+        at = 0
+        for length, step in zip(lengths, steps, strict=True):
+            micros += step
+            piece = units[2 * at : 2 * (at + length)].decode("utf-16-le", "surrogatepass")
+            out.append([micros / 1000, tag, index, piece])
+            at += length
     return out
 
 

@@ -12,8 +12,8 @@
 // pure function, and the shared vectors under tests/ (records → picture) pin both sides.
 //
 // A batch carries the deltas of a block coalesced into one run record ([t, "T" | "R", index,
-// [text, ...], [t_ms, ...]], see _records.coalesce); the store keeps a run as one entry (its
-// text joined, the deltas' lengths and times as typed arrays) and numbers chunks across
+// text, [length, ...], [step_us, ...]], see _records.coalesce); the store keeps a run as one
+// entry (its text, the deltas' lengths and times as typed arrays) and numbers chunks across
 // entries, so a million deltas cost a few thousand entries, not a million arrays.
 //
 // Drawing: each view folds new entries into its picture once per animation frame, for at most
@@ -45,13 +45,22 @@ function entryLength(rec) {
   return isRun(rec) ? rec[5].length : 1;
 }
 
-/** A run as it travels ([t, tag, index, [text...], [t_ms...]]) in the store's form. */
+/**
+ * A run as it travels ([t, tag, index, text, [length...], [step_us...]], see
+ * _records.coalesce) in the store's form: [t, tag, index, text, lengths, times], the
+ * deltas' lengths (UTF-16 code units) and arrival times (ms) as typed arrays.
+ */
 function storedRun(rec) {
-  const texts = Array.isArray(rec[3]) ? rec[3].map(String) : [];
-  const lengths = new Int32Array(texts.length);
-  texts.forEach((text, i) => (lengths[i] = text.length));
-  const times = Float64Array.from(Array.isArray(rec[4]) ? rec[4] : [], Number);
-  return [Number(rec[0]), rec[1], rec[2], texts.join(""), lengths, times.length === texts.length ? times : new Float64Array(texts.length).fill(Number(rec[0]))];
+  const text = typeof rec[3] === "string" ? rec[3] : "";
+  const lengths = Int32Array.from(Array.isArray(rec[4]) ? rec[4] : []);
+  const steps = Array.isArray(rec[5]) ? rec[5] : [];
+  const times = new Float64Array(lengths.length);
+  let micros = Math.round(Number(rec[0]) * 1000);
+  for (let i = 0; i < times.length; i++) {
+    micros += Number(steps[i]) || 0;
+    times[i] = micros / 1000; // whole microseconds over 1000: the very double the record held
+  }
+  return [Number(rec[0]), rec[1], rec[2], text, lengths, times];
 }
 
 function sumLengths(lengths, from, to) {
