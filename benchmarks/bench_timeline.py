@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a case may take")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--kinds", default="plain,timeline", help="which cases (quick runs: timeline)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     from playwright.sync_api import sync_playwright
@@ -190,7 +191,7 @@ def main() -> None:
                 )
                 try:
                     for n in sizes:
-                        for kind in ("plain", "timeline"):
+                        for kind in args.kinds.split(","):
                             started = time.monotonic()
                             result = run_case(browser, server, base / "artifacts", kind, n, args.timeout)
                             result["case_s"] = time.monotonic() - started

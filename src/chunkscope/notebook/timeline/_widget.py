@@ -85,7 +85,7 @@ from .._base import StaticCopyWidget
 from .._files import replayed_streams
 from ._records import Record, coalesce, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
-from ._static_html import render_fragment, render_page
+from ._static_html import TEXT_WINDOW, render_fragment, render_page
 from ._view import STATE_VERSION, derive
 
 __all__ = ["Timeline", "show", "FRAME_INTERVAL"]
@@ -495,8 +495,9 @@ class Timeline(StaticCopyWidget):
         return self._final if self._final is not None else self._snapshot()
 
     def static_html(self) -> str:
-        """The timeline as an escaped, self-contained HTML fragment (no script)."""
-        return render_fragment(self.state(), axis=self.axis)
+        """The timeline as an escaped, self-contained HTML fragment (no script); a segment's text
+        is its last ``TEXT_WINDOW`` characters, as on the page (``to_html`` writes it all)."""
+        return render_fragment(self.state(), axis=self.axis, text_window=TEXT_WINDOW)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the timeline as a self-contained HTML page (inline CSS, no script, no network)."""
