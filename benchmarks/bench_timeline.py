@@ -98,7 +98,7 @@ WATCH = """([kind, n]) => {
             if (!el || el.dataset.state !== 'done' || Number(el.dataset.deltas) !== n) return;
         } else {
             const out = cell.querySelector('.jp-OutputArea-output pre');
-            if (!out || !out.textContent.endsWith('END-OF-STREAM\\n') && !out.textContent.endsWith('END-OF-STREAM')) return;
+            if (!out || !out.textContent.trimEnd().endsWith('END-OF-STREAM')) return;
         }
         w.endAt = Date.now();
         w.endPerf = performance.now();
@@ -121,7 +121,9 @@ SCRUB = """(el) => new Promise((resolve) => {
 })"""
 
 
-def run_case(browser: Any, server: Any, artifacts: Path, kind: str, n: int, timeout_s: float) -> dict[str, Any]:
+def run_case(
+    browser: Any, server: Any, artifacts: Path, kind: str, n: int, timeout_s: float
+) -> dict[str, Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     lab = Lab(server, page, artifacts)
@@ -151,7 +153,9 @@ def run_case(browser: Any, server: Any, artifacts: Path, kind: str, n: int, time
         out["longtasks"] = len(tasks)
         out["longest_ms"] = max(tasks, default=0.0)
         out["longest_before_end_ms"] = max(before_end, default=0.0)
-        out["heap_mb"] = page.evaluate("() => performance.memory ? performance.memory.usedJSHeapSize / 1e6 : null")
+        out["heap_mb"] = page.evaluate(
+            "() => performance.memory ? performance.memory.usedJSHeapSize / 1e6 : null"
+        )
         if kind == "timeline":
             el = page.locator(".jp-CodeCell").nth(1).locator(".cs-timeline:not(.cs-static)").element_handle()
             page.evaluate("() => { window.__cs_bench.longtasks = []; }")
@@ -160,7 +164,9 @@ def run_case(browser: Any, server: Any, artifacts: Path, kind: str, n: int, time
             out["scrub_ms"] = scrub_ms
             out["scrub_longest_ms"] = max((d for _, d in page.evaluate("() => window.__cs_bench.longtasks")),
                                           default=0.0)
-            out["dom_chars"] = page.evaluate("(el) => el.querySelector('.cs-seg-text').textContent.length", el)
+            out["dom_chars"] = page.evaluate(
+                "(el) => el.querySelector('.cs-seg-text').textContent.length", el
+            )
         return out
     finally:
         for session in server.api("GET", "/api/sessions").json():

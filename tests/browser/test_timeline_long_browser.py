@@ -85,7 +85,7 @@ def test_a_100000_delta_stream_reaches_the_page_in_few_messages_about_the_size_o
     assert hidden == text_chars - 131_072
     seg.locator(".cs-show-earlier").click()  # the text before the window, one window at a time
     lab.page.wait_for_function(
-        "el => Number(el.dataset.hiddenChars) === %d" % (hidden - 131_072), arg=seg.element_handle()
+        f"el => Number(el.dataset.hiddenChars) === {hidden - 131_072}", arg=seg.element_handle()
     )
 
 

@@ -44,11 +44,15 @@ The front end (``timeline.js``) decodes the same shapes.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDelta
 
-__all__ = ["Record", "coalesce", "expand", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
+__all__ = [
+    "Record", "coalesce", "expand", "encode_chunk", "encode_raw", "decode_record", "encode_violation",
+    "json_safe",
+]
 
 Record = list[Any]
 """One chunk in the timeline's compact form (see the module docstring)."""
@@ -108,7 +112,7 @@ def _run_record(run: list[Record]) -> Record:
     else:
         lengths = [len(t) for t in texts]
     micros = [round(float(record[0]) * 1000) for record in run]
-    steps = [0] + [b - a for a, b in zip(micros, micros[1:])]
+    steps = [0] + [b - a for a, b in pairwise(micros)]
     first = run[0]
     return [first[0], _RUN_TAG[first[1]], first[2], text, lengths, steps]
 

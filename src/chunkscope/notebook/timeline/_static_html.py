@@ -187,7 +187,9 @@ def render_fragment(
     out.append('<div class="cs-plot">')
     out.append(_axis_row(view, geo, axis))
     # an agent run's own rows (steps, retry waits, tool spans, outcome) sit among the blocks in record order
-    rows: list[tuple[int, str]] = [(seg.first, _segment(seg, view, geo, compact, text_window)) for seg in view.segments]
+    rows: list[tuple[int, str]] = [
+        (seg.first, _segment(seg, view, geo, compact, text_window)) for seg in view.segments
+    ]
     rows += _agent_rows(view.records, geo)
     rows.sort(key=lambda row: row[0])
     out.extend(html for _, html in rows)
@@ -288,7 +290,8 @@ def _segment_body(seg: Segment, compact: bool, window: int | None = None) -> str
     if compact and len(text) > _COMPACT_TEXT:
         text = text[:_COMPACT_TEXT] + f"… ({len(seg.text) - _COMPACT_TEXT:,} more chars)"
     elif window is not None and len(text) > window:
-        text = f"({len(text) - window:,} earlier chars not shown here; to_html() writes them all) …" + text[-window:]
+        note = f"({len(text) - window:,} earlier chars not shown here; to_html() writes them all) …"
+        text = note + text[-window:]
     if seg.kind != "tool-call":
         return escape(text)
     return (

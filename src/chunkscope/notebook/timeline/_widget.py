@@ -38,9 +38,11 @@ trait (the state dict of ``_view`` as JSON text: ipywidgets walks every list
 and dict of a synced value looking for binary buffers, a string it does not),
 so a saved or nbclient-executed notebook renders it with no message at all,
 and the displayed output's ``text/html`` is updated to the static rendering.
-A long stream (``_LONG_STREAM`` records or more) saves its deltas coalesced
-(the same picture, about a third of the bytes). A page that saw the run's
-end live does not parse the final state again.
+A long stream (``_LONG_STREAM`` records or more) keeps its records, deltas
+coalesced (the same picture, about a third of the bytes), in the binary
+``_state_records`` trait instead (``_state`` then says ``"recordsInBuffer":
+true``): the page's message decoding parses JSON text but leaves a buffer
+alone. A page that saw the run's end live parses neither again.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class Timeline(StaticCopyWidget):
     """The x axis: arrival ``time`` or ``chunk`` number; the front end's switch sets it."""
 
     _state = traitlets.Unicode("").tag(sync=True)
+    # a long stream's final records (UTF-8 JSON, coalesced) when ``_state`` says ``recordsInBuffer``
+    _state_records = traitlets.Bytes(b"").tag(sync=True)
 
     # The registry's codes, so the front end marks a code outside it (an unmapped finish reason) as
     # the static copy does (``ErrorInfo.unmapped``); ``HTTP_<status>`` codes are a registered family.
@@ -316,7 +320,9 @@ class Timeline(StaticCopyWidget):
         self._end = None
         self.result = None
         self._final = None
-        self._state = ""
+        with self.hold_sync():
+            self._state = ""
+            self._state_records = b""
         self._start = self._last_flush = self._clock()
         self._flush(self._start, start=True)
         return self._start
@@ -423,10 +429,16 @@ class Timeline(StaticCopyWidget):
         self.result = result
         self._final = self._snapshot()
         saved = self._final
+        records = b""
         if len(self._records) >= _LONG_STREAM:
-            # the deltas coalesced, as batches carry them: the same picture, far fewer bytes to save and parse
-            saved = {**saved, "records": coalesce(saved["records"])}
-        self._state = json.dumps(saved, ensure_ascii=False, allow_nan=False)
+            # The deltas coalesced, as batches carry them (the same picture, a third of the bytes), in
+            # a binary buffer: the page's message decoding leaves a buffer alone, where it would parse
+            # tens of megabytes of JSON text in one task (a page frozen for half a second).
+            records = _records_buffer(coalesce(saved["records"]))
+            saved = {**saved, "records": [], "recordsInBuffer": True}
+        with self.hold_sync():
+            self._state = json.dumps(saved, ensure_ascii=False, allow_nan=False)
+            self._state_records = records
         self._update_display()
 
     def _snapshot(self) -> dict[str, Any]:

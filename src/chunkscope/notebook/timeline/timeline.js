@@ -577,6 +577,7 @@ class Store {
     } catch (err) {
       console.error("chunkscope: unreadable timeline state", err);
     }
+    if (s && s.recordsInBuffer) s.records = bufferRecords(this.model.get("_state_records"));
     if (!s || !Array.isArray(s.records)) return;
     const run = typeof s.run === "number" ? s.run : this.run;
     if (run < this.run) return;
@@ -658,6 +659,19 @@ class Store {
 }
 
 const utf8 = new TextDecoder();
+
+/** A long stream's final records, from the binary `_state_records` trait (UTF-8 JSON). */
+function bufferRecords(value) {
+  try {
+    if (value instanceof DataView || ArrayBuffer.isView(value)) {
+      return JSON.parse(utf8.decode(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)));
+    }
+    if (value instanceof ArrayBuffer) return JSON.parse(utf8.decode(value));
+  } catch (err) {
+    console.error("chunkscope: unreadable timeline records", err);
+  }
+  return null;
+}
 
 /** A batch or resync message with its records (sent as a JSON buffer, runs stored) in `r`. */
 function withRecords(msg, buffers) {
