@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from chunkscope.notebook import Timeline
+from chunkscope.notebook.timeline._records import coalesce
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +26,11 @@ VECTORS = Path(__file__).resolve().parents[1] / "fixtures" / "timeline"
 def test_timeline_js_gives_every_vectors_picture(chromium: Any) -> None:
     vectors = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(VECTORS.glob("*.json"))}
     assert len(vectors) >= 20
+    # and each in the coalesced form batches carry to the page (runs of deltas): the same picture
+    for name, v in list(vectors.items()):
+        runs = coalesce(v["state"]["records"])
+        if runs != v["state"]["records"]:
+            vectors[f"{name} (coalesced)"] = {**v, "state": {**v["state"], "records": runs}}
     source = Timeline()._esm
     assert isinstance(source, str) and "export function derive" in source
     page = chromium.new_page()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chunkscope.notebook import Timeline
+from chunkscope.notebook.timeline._records import expand
 
 
 class FakeClock:
@@ -46,9 +47,11 @@ class Captured:
 
 
 def received(content: dict[str, Any], buffers: list[bytes]) -> dict[str, Any]:
-    """A message as the front end reads it: a batch's records (its first buffer) back in ``r``."""
+    """A message as the front end reads it: a batch's records (its first buffer, coalesced runs
+    expanded to one record per chunk) back in ``r``, the records as they travelled in ``wire``."""
     if buffers and content.get("type") in ("batch", "resync"):
-        return {**content, "r": json.loads(buffers[0].decode("utf-8"))}
+        wire = json.loads(buffers[0].decode("utf-8"))
+        return {**content, "r": expand(wire), "wire": wire}
     return content
 
 

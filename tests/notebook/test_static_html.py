@@ -252,3 +252,17 @@ def test_an_error_badge_marks_a_code_outside_the_registry_as_unmapped() -> None:
     # codes the TypeScript reference raises itself are registered: its logs show them as known
     for code in ("PI_AI_ERROR", "UNKNOWN_MODEL", "INVALID_MODEL_CONTEXT", "INSUFFICIENT_SYSTEM_RESOURCE"):
         assert not any("unmapped" in p for p in error_parts(ErrorInfo(code, "failed"))), code
+
+
+async def test_the_outputs_static_copy_holds_a_long_segments_last_131072_chars_and_to_html_all(
+    tmp_path: Path,
+) -> None:
+    words = [f"w{i:06d} " for i in range(25_000)]  # 200,000 chars
+    timeline = Timeline()
+    await timeline.consume([{"type": "text-delta", "index": 0, "text": w} for w in words])
+    text = "".join(words)
+    copy = timeline.static_html()
+    assert text[-131_072:] in copy and text[: len(text) - 131_072] not in copy
+    assert "68,928 earlier chars not shown here" in copy
+    page = timeline.to_html(tmp_path / "all.html").read_text(encoding="utf-8")
+    assert text in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from nb_helpers import (
 
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
 from chunkscope.notebook.timeline._records import decode_record
+from chunkscope.notebook.timeline._view import derive
 from chunkscope.protocol import collect
 from chunkscope.protocol._chunks import chunk_to_dict
 from chunkscope.protocol._errors import LlmError
@@ -93,6 +95,44 @@ async def test_a_burst_of_chunks_goes_out_in_a_constant_number_of_messages(clock
     await timeline.consume(stream_of(text_stream(10_000)))  # the clock never moves
     assert len(captured.messages) == 2  # the start batch and one end batch
     assert len(captured.messages[1]["r"]) == 10_004
+
+
+async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_text(
+    clock: FakeClock,
+) -> None:
+    timeline, captured = timeline_with_capture(clock)
+    chunks = [
+        start(0, "reasoning"), *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)],
+        end(0, type="reasoning", text=""),
+        start(1, "text"), *[delta(1, f"ü{i}\n") for i in range(5_000)], end(1, type="text", text=""),
+    ]
+    await timeline.consume(stream_of(chunks))
+    wire = captured.messages[1]["wire"]
+    # what goes to the page grows with the blocks on screen, not with the 10,000 deltas
+    assert [r[1] for r in wire] == ["x", "R", "x", "x", "T", "x"]
+    assert "".join(wire[4][3]) == "".join(f"ü{i}\n" for i in range(5_000))
+    decoded, _ = reassemble(captured)
+    assert decoded[1:5_001] == chunks[1:5_001] and decoded[5_003:10_003] == chunks[5_003:10_003]
+
+
+async def test_a_backlog_goes_out_in_pieces_the_page_parses_quickly_and_long_states_save_coalesced(
+    clock: FakeClock,
+) -> None:
+    timeline, captured = timeline_with_capture(clock)
+    chunks = text_stream(40_000)
+    await timeline.consume(stream_of(chunks))  # the clock never moves: one backlog at the end
+    batches = captured.batches
+    assert all(len(m["r"]) <= 16_384 for m in batches) and len(batches) >= 4
+    decoded, _ = reassemble(captured)
+    assert len(decoded) == len(chunks) and sum(1 for m in batches if "end" in m) == 1
+    synced = timeline.get_state()
+    saved = json.loads(synced["_state"])
+    # the records of a long stream travel as a binary buffer, its deltas coalesced
+    assert saved["records"] == [] and saved["recordsInBuffer"] is True
+    saved["records"] = json.loads(bytes(synced["_state_records"]).decode("utf-8"))
+    assert len(saved["records"]) < 10  # one run record for the 40,000 deltas
+    assert derive(saved).segments[0].text == derive(timeline.state()).segments[0].text
+    assert derive(saved).deltas == 40_000
 
 
 async def test_a_slow_stream_sends_each_chunk_without_waiting_for_the_next(clock: FakeClock) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from chunkscope.notebook.timeline._records import coalesce
 from chunkscope.notebook.timeline._view import TimelineView, derive
 
 VECTORS = Path(__file__).resolve().parents[1] / "fixtures" / "timeline"
@@ -66,6 +67,13 @@ def test_the_python_derivation_gives_each_vectors_picture(name: str) -> None:
     assert picture(derive(vector["state"], vector.get("upto"))) == vector["picture"]
 
 
+@pytest.mark.parametrize("name", sorted(VECTOR_CASES))
+def test_the_coalesced_form_batches_carry_gives_each_vectors_picture_too(name: str) -> None:
+    vector = VECTOR_CASES[name]
+    state = {**vector["state"], "records": coalesce(vector["state"]["records"])}
+    assert picture(derive(state, vector.get("upto"))) == vector["picture"]
+
+
 def test_the_vectors_cover_every_kind_of_lane_badge_violation_and_error() -> None:
     pictures = [v["picture"] for v in VECTOR_CASES.values()]
     segments = [seg for p in pictures for seg in p["segments"]]
@@ -80,3 +88,5 @@ def test_the_vectors_cover_every_kind_of_lane_badge_violation_and_error() -> Non
     shown = [v for p in pictures for v in p["violations"]]
     assert any(v[0] is None for v in shown) and any(v[0] is not None for v in shown)
     assert any(p["usage"] for p in pictures) and any(p["status"] == "streaming" for p in pictures)
+    coalesced = [v for v in VECTOR_CASES.values() if coalesce(v["state"]["records"]) != v["state"]["records"]]
+    assert any(v.get("upto") is not None for v in coalesced), "a replay frame inside a coalesced run"

@@ -23,8 +23,20 @@ after a ``step-start`` or a ``retry``.
 
 ``t`` is the arrival time in milliseconds since the stream started. Deltas are
 sent as deltas (never the accumulated text), so the bytes sent grow linearly
-with the stream. A violation travels as ``[position, rule, severity, message]``
-(``position`` null = end of stream).
+with the stream.
+
+On the wire to the page (batch messages; a long stream's saved state too) a run of two
+or more consecutive ``"t"`` / ``"r"`` records of one block is coalesced into
+one record ``[t, "T" | "R", index, text, [length, ...], [step_us, ...]]``
+(``coalesce``): the deltas' text joined, each delta's length in UTF-16 code
+units (a JavaScript string's), and its arrival as microseconds after the
+previous one (0 for the first, at ``t``). The page gets one record per block
+per frame, still with every delta's exact text and arrival time, so a chunk
+number and the replay slider keep their meaning. ``expand`` undoes it (what
+``timeline.js`` reads back).
+
+A violation travels as ``[position, rule, severity, message]`` (``position``
+null = end of stream).
 
 The front end (``timeline.js``) decodes the same shapes.
 """
@@ -32,11 +44,15 @@ The front end (``timeline.js``) decodes the same shapes.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDelta
 
-__all__ = ["Record", "encode_chunk", "encode_raw", "decode_record", "encode_violation", "json_safe"]
+__all__ = [
+    "Record", "coalesce", "expand", "encode_chunk", "encode_raw", "decode_record", "encode_violation",
+    "json_safe",
+]
 
 Record = list[Any]
 """One chunk in the timeline's compact form (see the module docstring)."""
@@ -59,6 +75,66 @@ def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
             return [t_ms, "c", d["index"], d["id"], d["arguments_delta"]]
         return [t_ms, "c", d["index"], d["id"], d["arguments_delta"], name]
     return [t_ms, "x", chunk.to_dict()]
+
+
+_RUN_TAG = {"t": "T", "r": "R"}
+_DELTA_TAG = {"T": "t", "R": "r"}
+_ASTRAL = "\U00010000"  # from here a character is two UTF-16 code units (a JavaScript string's)
+
+
+def coalesce(records: list[Record]) -> list[Record]:
+    """``records`` with each run of consecutive text / reasoning deltas of one block as one run record."""
+    out: list[Record] = []
+    run: list[Record] = []
+
+    def close_run() -> None:
+        out.append(_run_record(run) if len(run) > 1 else run[0])
+        run.clear()
+
+    for record in records:
+        tag = record[1]
+        if run and (tag != run[0][1] or record[2] != run[0][2]):
+            close_run()
+        if tag in _RUN_TAG:
+            run.append(record)
+        else:
+            out.append(record)
+    if run:
+        close_run()
+    return out
+
+
+def _run_record(run: list[Record]) -> Record:
+    texts = [record[3] for record in run]
+    text = "".join(texts)
+    if text and max(text) >= _ASTRAL:
+        lengths = [len(t) + sum(1 for ch in t if ch >= _ASTRAL) for t in texts]
+    else:
+        lengths = [len(t) for t in texts]
+    micros = [round(float(record[0]) * 1000) for record in run]
+    steps = [0] + [b - a for a, b in pairwise(micros)]
+    first = run[0]
+    return [first[0], _RUN_TAG[first[1]], first[2], text, lengths, steps]
+
+
+def expand(records: list[Record]) -> list[Record]:
+    """The per-chunk records of a coalesced list (``coalesce`` undone)."""
+    out: list[Record] = []
+    for record in records:
+        tag = _DELTA_TAG.get(record[1])
+        if tag is None:
+            out.append(record)
+            continue
+        t0, _, index, text, lengths, steps = record
+        units = text.encode("utf-16-le", "surrogatepass")
+        micros = round(float(t0) * 1000)
+        at = 0
+        for length, step in zip(lengths, steps, strict=True):
+            micros += step
+            piece = units[2 * at : 2 * (at + length)].decode("utf-16-le", "surrogatepass")
+            out.append([micros / 1000, tag, index, piece])
+            at += length
+    return out
 
 
 def encode_raw(raw: Any, t_ms: float) -> Record:

@@ -33,6 +33,8 @@ __all__ = [
 _KIND_MARK = {"text": "T", "reasoning": "R", "tool-call": "F"}
 _JSON_EDGE = 20  # chunks shown at each end of a segment's JSON in the static page
 _COMPACT_TEXT = 4000  # characters of a segment's text in the compact rendering
+TEXT_WINDOW = 131_072
+"""Characters of a segment's text (its last ones) in a notebook output's static copy, as on the page."""
 
 
 @cache
@@ -164,10 +166,12 @@ def render_fragment(
     axis: str = "time",
     compact: bool = False,
     include_css: bool = True,
+    text_window: int | None = None,
 ) -> str:
     """The timeline of ``state`` as one escaped HTML fragment (inline ``<style>``, no script).
 
-    ``compact`` drops the per-segment JSON and shortens long texts (for reprs).
+    ``compact`` drops the per-segment JSON and shortens long texts (for reprs);
+    ``text_window`` keeps only a segment's last that many characters (the page's window).
     """
     view = derive(state)
     axis = "chunk" if axis == "chunk" else "time"
@@ -183,7 +187,9 @@ def render_fragment(
     out.append('<div class="cs-plot">')
     out.append(_axis_row(view, geo, axis))
     # an agent run's own rows (steps, retry waits, tool spans, outcome) sit among the blocks in record order
-    rows: list[tuple[int, str]] = [(seg.first, _segment(seg, view, geo, compact)) for seg in view.segments]
+    rows: list[tuple[int, str]] = [
+        (seg.first, _segment(seg, view, geo, compact, text_window)) for seg in view.segments
+    ]
     rows += _agent_rows(view.records, geo)
     rows.sort(key=lambda row: row[0])
     out.extend(html for _, html in rows)
@@ -244,7 +250,7 @@ def _head(view: TimelineView, axis: str) -> str:
     return f'<div class="cs-head">{" ".join(facts)}</div>'
 
 
-def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool) -> str:
+def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool, window: int | None) -> str:
     left, width = geo.span(seg)
     kind = seg.kind
     cap = _segment_cap(seg, view)
@@ -258,7 +264,7 @@ def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool) ->
         f'<div class="cs-bar" style="left:{_pct(left)};width:{_pct(width)}"></div></div>',
         f'<span class="cs-cap">{escape(cap)}</span>',
         "</div>",
-        f'<div class="cs-seg-text">{_segment_body(seg, compact)}</div>',
+        f'<div class="cs-seg-text">{_segment_body(seg, compact, window)}</div>',
     ]
     if not compact:
         out.append(_segment_json(seg, view))
@@ -277,11 +283,15 @@ def _segment_cap(seg: Segment, view: TimelineView) -> str:
     return cap
 
 
-def _segment_body(seg: Segment, compact: bool) -> str:
-    """A block's text, escaped (shortened when ``compact``); a tool call's name and id come first."""
+def _segment_body(seg: Segment, compact: bool, window: int | None = None) -> str:
+    """A block's text, escaped (shortened when ``compact``, its tail when ``window``); a tool call's
+    name and id come first."""
     text = seg.text
     if compact and len(text) > _COMPACT_TEXT:
         text = text[:_COMPACT_TEXT] + f"… ({len(seg.text) - _COMPACT_TEXT:,} more chars)"
+    elif window is not None and len(text) > window:
+        note = f"({len(text) - window:,} earlier chars not shown here; to_html() writes them all) …"
+        text = note + text[-window:]
     if seg.kind != "tool-call":
         return escape(text)
     return (

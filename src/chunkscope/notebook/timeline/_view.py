@@ -26,7 +26,7 @@ from typing import Any
 
 from chunkscope.protocol.shared import is_unmapped
 
-from ._records import decode_record
+from ._records import decode_record, expand
 
 __all__ = ["Segment", "ErrorInfo", "TimelineView", "derive", "error_info", "STATE_VERSION"]
 
@@ -116,8 +116,9 @@ class TimelineView:
 
 
 def derive(state: dict[str, Any], upto: int | None = None) -> TimelineView:
-    """The picture of ``state`` after its first ``upto`` chunks (all when ``None``)."""
-    all_records: list[list[Any]] = list(state.get("records") or [])
+    """The picture of ``state`` after its first ``upto`` chunks (all when ``None``); its records
+    may hold coalesced runs (``_records.coalesce``), as batches carry them."""
+    all_records: list[list[Any]] = expand(list(state.get("records") or []))
     records = all_records if upto is None else all_records[: max(0, upto)]
     fold = _Fold()
     for n, record in enumerate(records):

@@ -6,7 +6,13 @@ its chunks as usual, and its steps, retry waits, tool spans and outcome as
 ``"a"`` records (see ``_records``).
 
 Python → browser messages (``widget.send``), batched to at most one per
-``interval`` (1/30 s) plus the start and end of each run::
+``interval`` (1/60 s, a display frame) plus the start and end of each run; the
+end of a run is flushed at once. Within a batch the deltas of a block travel
+coalesced, one record per block (``_records.coalesce``), so what reaches the
+page follows what changes on screen, not the number of deltas. While the
+kernel's IOPub thread still has messages to send (a kernel busy with a burst
+of deltas) the next batch waits and grows instead; a batch holds at most
+``_BATCH_RECORDS`` records (a larger backlog goes out as several)::
 
     {"type": "batch", "run": r, "seq": n, "c0": c, "v0": v, "v": [violations],
      "start": true?, "end": {...}?}   + buffers[0]: the records, as UTF-8 JSON
@@ -32,6 +38,11 @@ trait (the state dict of ``_view`` as JSON text: ipywidgets walks every list
 and dict of a synced value looking for binary buffers, a string it does not),
 so a saved or nbclient-executed notebook renders it with no message at all,
 and the displayed output's ``text/html`` is updated to the static rendering.
+A long stream (``_LONG_STREAM`` records or more) keeps its records, deltas
+coalesced (the same picture, about a third of the bytes), in the binary
+``_state_records`` trait instead (``_state`` then says ``"recordsInBuffer":
+true``): the page's message decoding parses JSON text but leaves a buffer
+alone. A page that saw the run's end live parses neither again.
 """
 
 from __future__ import annotations
@@ -74,17 +85,19 @@ from chunkscope.runtime import (
 
 from .._base import StaticCopyWidget
 from .._files import replayed_streams
-from ._records import Record, encode_chunk, encode_raw, encode_violation
+from ._records import Record, coalesce, encode_chunk, encode_raw, encode_violation
 from ._state import error_state
-from ._static_html import render_fragment, render_page
+from ._static_html import TEXT_WINDOW, render_fragment, render_page
 from ._view import STATE_VERSION, derive
 
 __all__ = ["Timeline", "show", "FRAME_INTERVAL"]
 
-FRAME_INTERVAL = 1 / 30
-"""Default minimum time between two batch messages (seconds): at most ~30 messages a second."""
+FRAME_INTERVAL = 1 / 60
+"""Default minimum time between two batch messages (seconds): at most one a display frame."""
 
 _HERE = Path(__file__).parent
+_LONG_STREAM = 10_000  # records: from here the end batch goes out before the final state is built
+_BATCH_RECORDS = 16_384  # records in one batch message at most (a few hundred kB of JSON)
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
 
 
@@ -102,7 +115,7 @@ class Timeline(StaticCopyWidget):
     cancellation is re-raised after the timeline is finalised.
 
     ``clock`` (seconds, monotonic) and ``interval`` exist for tests and
-    benchmarks; the defaults are ``time.perf_counter`` and 1/30 s.
+    benchmarks; the defaults are ``time.perf_counter`` and 1/60 s.
     """
 
     _esm = _HERE / "timeline.js"
@@ -115,6 +128,8 @@ class Timeline(StaticCopyWidget):
     """The x axis: arrival ``time`` or ``chunk`` number; the front end's switch sets it."""
 
     _state = traitlets.Unicode("").tag(sync=True)
+    # a long stream's final records (UTF-8 JSON, coalesced) when ``_state`` says ``recordsInBuffer``
+    _state_records = traitlets.Bytes(b"").tag(sync=True)
 
     # The registry's codes, so the front end marks a code outside it (an unmapped finish reason) as
     # the static copy does (``ErrorInfo.unmapped``); ``HTTP_<status>`` codes are a registered family.
@@ -237,7 +252,9 @@ class Timeline(StaticCopyWidget):
         result.timings = Timings.of_arrivals(
             times, total_s=clock() - start, started_at=started_at, chunks=result.chunks, marks=marks
         )
-        self._finish(result.timings.total_s, error, result)
+        self._end_run(result.timings.total_s, error)
+        await self._let_the_end_out()
+        self._store_final(result)
         if sink is not None:
             _record_into(sink, result)
         return result
@@ -287,7 +304,9 @@ class Timeline(StaticCopyWidget):
             raise
         assert outcome is not None
         error = outcome.error if outcome.outcome in ("error", "aborted") else None
-        self._finish(clock() - start, error, None)
+        self._end_run(clock() - start, error)
+        await self._let_the_end_out()
+        self._store_final(None)
         self.agent_result = outcome
         return outcome
 
@@ -301,7 +320,9 @@ class Timeline(StaticCopyWidget):
         self._end = None
         self.result = None
         self._final = None
-        self._state = ""
+        with self.hold_sync():
+            self._state = ""
+            self._state_records = b""
         self._start = self._last_flush = self._clock()
         self._flush(self._start, start=True)
         return self._start
@@ -310,7 +331,7 @@ class Timeline(StaticCopyWidget):
         self._records.append(record)
         if found:
             self._add_violations(found)
-        if now - self._last_flush >= self._interval:
+        if now - self._last_flush >= self._interval and not self._kernel_still_sending():
             self._flush(now)
         elif self._timer is None:
             self._schedule(self._interval - (now - self._last_flush))
@@ -333,8 +354,10 @@ class Timeline(StaticCopyWidget):
             return
         now = self._clock()
         due = self._interval - (now - self._last_flush)
-        if due <= 0:
+        if due <= 0 and not self._kernel_still_sending():
             self._flush(now)
+        elif due <= 0:
+            self._schedule(self._interval / 4)
         else:
             self._schedule(due)
 
@@ -344,9 +367,18 @@ class Timeline(StaticCopyWidget):
             self._timer = None
 
     def _flush(self, now: float, *, start: bool = False, end: dict[str, Any] | None = None) -> None:
+        # A backlog (a kernel too busy to send) goes out in pieces the page parses in one short task each.
+        while len(self._records) - self._sent_records > _BATCH_RECORDS:
+            self._flush_some(now, self._sent_records + _BATCH_RECORDS, start=start)
+            start = False
+        self._flush_some(now, len(self._records), start=start, end=end)
+
+    def _flush_some(
+        self, now: float, upto: int, *, start: bool = False, end: dict[str, Any] | None = None
+    ) -> None:
         c0, v0 = self._sent_records, self._sent_violations
-        records = self._records[c0:]
-        violations = self._violations[v0:]
+        records = self._records[c0:upto]
+        violations = self._violations[v0:] if upto == len(self._records) else []
         msg: dict[str, Any] = {
             "type": "batch",
             "run": self._run,
@@ -366,6 +398,11 @@ class Timeline(StaticCopyWidget):
         self._send_records(msg, records)
 
     def _finish(self, total_s: float, error: LlmError | None, result: StreamResult | None) -> None:
+        self._end_run(total_s, error)
+        self._store_final(result)
+
+    def _end_run(self, total_s: float, error: LlmError | None) -> None:
+        """Send the end batch (the end marker), at once."""
         self._cancel_timer()
         finish_kind = None
         for record in reversed(self._records):
@@ -379,9 +416,29 @@ class Timeline(StaticCopyWidget):
             "error": error_state(error) if error is not None else None,
         }
         self._flush(self._clock(), end=self._end)
+
+    async def _let_the_end_out(self) -> None:
+        # ipykernel sends from its IOPub thread, which needs the GIL: the final state's JSON and
+        # static copy (~1 µs a chunk) would hold the end batch in the kernel behind them. A
+        # short idle wait, for long streams only, lets it out first.
+        if len(self._records) >= _LONG_STREAM:
+            await asyncio.sleep(min(0.05, len(self._records) * 3e-7))
+
+    def _store_final(self, result: StreamResult | None) -> None:
+        """The finished picture into ``_state`` and the display's static copy."""
         self.result = result
         self._final = self._snapshot()
-        self._state = json.dumps(self._final, ensure_ascii=False, allow_nan=False)
+        saved = self._final
+        records = b""
+        if len(self._records) >= _LONG_STREAM:
+            # The deltas coalesced, as batches carry them (the same picture, a third of the bytes), in
+            # a binary buffer: the page's message decoding leaves a buffer alone, where it would parse
+            # tens of megabytes of JSON text in one task (a page frozen for half a second).
+            records = _records_buffer(coalesce(saved["records"]))
+            saved = {**saved, "records": [], "recordsInBuffer": True}
+        with self.hold_sync():
+            self._state = json.dumps(saved, ensure_ascii=False, allow_nan=False)
+            self._state_records = records
         self._update_display()
 
     def _snapshot(self) -> dict[str, Any]:
@@ -423,8 +480,25 @@ class Timeline(StaticCopyWidget):
             msg["end"] = self._end
         self._send_records(msg, self._records[c0 : self._sent_records])
 
+    def _kernel_still_sending(self) -> bool:
+        """True while the kernel's IOPub thread still holds messages to send (a busy kernel).
+
+        ipykernel sends from a thread of its own, which a kernel busy in Python (a burst of
+        deltas) leaves little time: batches sent faster than it sends them queue up, and the
+        end marker waits behind the queue. Holding the next batch until the queue is empty
+        keeps it at most one batch long (its records go out with the next one). ipykernel
+        has no public view of that queue; without one nothing is held.
+        """
+        if os.environ.get("CS_NOHOLD"):
+            return False
+        try:
+            events = self.comm.kernel.iopub_socket.io_thread._events
+            return len(events) > 0
+        except AttributeError:
+            return False
+
     def _send_records(self, msg: dict[str, Any], records: list[Record]) -> None:
-        self.send(msg, buffers=[_records_buffer(records)])
+        self.send(msg, buffers=[_records_buffer(coalesce(records))])
 
     # --- static renderings --------------------------------------------------------
 
@@ -433,8 +507,9 @@ class Timeline(StaticCopyWidget):
         return self._final if self._final is not None else self._snapshot()
 
     def static_html(self) -> str:
-        """The timeline as an escaped, self-contained HTML fragment (no script)."""
-        return render_fragment(self.state(), axis=self.axis)
+        """The timeline as an escaped, self-contained HTML fragment (no script); a segment's text
+        is its last ``TEXT_WINDOW`` characters, as on the page (``to_html`` writes it all)."""
+        return render_fragment(self.state(), axis=self.axis, text_window=TEXT_WINDOW)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the timeline as a self-contained HTML page (inline CSS, no script, no network)."""

@@ -11,17 +11,77 @@
 // by the rules of _view.py (the Python derivation); `derive(state, upto)` is that fold as a
 // pure function, and the shared vectors under tests/ (records → picture) pin both sides.
 //
-// Drawing: each view folds new records into its picture once per animation frame and
-// appends one text node per changed segment, so 100,000 deltas never rebuild the DOM; a
-// segment's text is cut into sealed blocks (see TextSink), so appending to it lays out only
-// its last few kilobytes. Model text only ever reaches the page through textContent /
-// createTextNode.
+// A batch carries the deltas of a block coalesced into one run record ([t, "T" | "R", index,
+// text, [length, ...], [step_us, ...]], see _records.coalesce); the store keeps a run as one
+// entry (its text, the deltas' lengths and times as typed arrays) and numbers chunks across
+// entries, so a million deltas cost a few thousand entries, not a million arrays.
+//
+// Drawing: each view folds new entries into its picture once per animation frame, for at most
+// INGEST_BUDGET_MS a frame (a long backlog, a replay from chunk 0 or a reopened million-chunk
+// state is drawn over several frames and never blocks input), and appends one text node per
+// changed segment; a segment's text is cut into sealed blocks (see TextSink) and only its last
+// TEXT_WINDOW characters are in the DOM (the rest a click away, a window at a time). Bars are
+// one element per segment, never one per delta. Model text only ever reaches the page through
+// textContent / createTextNode.
 
 const KIND_MARK = { text: "T", reasoning: "R", "tool-call": "F" };
 const DELTA_KIND = { t: "text", r: "reasoning", c: "tool-call" };
 const JSON_LIMIT = 200; // chunks listed in the JSON panel for one segment
 const RESYNC_RETRY_MS = 3000; // a lost answer is asked for again after this long…
 const RESYNC_MAX = 5; // …at most this many times per run (the final state heals the rest)
+const INGEST_BUDGET_MS = 12; // entries folded per frame at most this long (a long task is 50 ms)
+const TEXT_WINDOW = 131072; // characters of a segment's text in the DOM (its tail)
+const RUN_TAG = { T: "t", R: "r" };
+
+// --- coalesced runs --------------------------------------------------------------------------
+
+/** True for a run record as the store keeps it: [t, "T" | "R", index, text, lengths, times]. */
+function isRun(rec) {
+  return rec[1] === "T" || rec[1] === "R";
+}
+
+/** The number of chunks an entry stands for. */
+function entryLength(rec) {
+  return isRun(rec) ? rec[5].length : 1;
+}
+
+/**
+ * A run as it travels ([t, tag, index, text, [length...], [step_us...]], see
+ * _records.coalesce) in the store's form: [t, tag, index, text, lengths, times], the
+ * deltas' lengths (UTF-16 code units) and arrival times (ms) as typed arrays.
+ */
+function storedRun(rec) {
+  const text = typeof rec[3] === "string" ? rec[3] : "";
+  const lengths = Int32Array.from(Array.isArray(rec[4]) ? rec[4] : []);
+  const steps = Array.isArray(rec[5]) ? rec[5] : [];
+  const times = new Float64Array(lengths.length);
+  let micros = Math.round(Number(rec[0]) * 1000);
+  for (let i = 0; i < times.length; i++) {
+    micros += Number(steps[i]) || 0;
+    times[i] = micros / 1000; // whole microseconds over 1000: the very double the record held
+  }
+  return [Number(rec[0]), rec[1], rec[2], text, lengths, times];
+}
+
+function sumLengths(lengths, from, to) {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += lengths[i];
+  return sum;
+}
+
+/** Deltas `from` to `to` (exclusive) of a stored run, as a run; any other entry as it is. */
+function sliceEntry(rec, from, to) {
+  if (!isRun(rec) || (from === 0 && to === rec[5].length)) return rec;
+  const a = sumLengths(rec[4], 0, from);
+  const b = a + sumLengths(rec[4], from, to);
+  return [rec[5][from], rec[1], rec[2], rec[3].slice(a, b), rec[4].subarray(from, to), rec[5].subarray(from, to)];
+}
+
+/** The per-chunk record of delta `k` of a stored run. */
+function runDelta(rec, k) {
+  const a = sumLengths(rec[4], 0, k);
+  return [rec[5][k], RUN_TAG[rec[1]], rec[2], rec[3].slice(a, a + rec[4][k])];
+}
 
 // --- helpers -------------------------------------------------------------------------
 
@@ -149,8 +209,9 @@ export class Picture {
     this.previousT = null;
   }
 
-  /** Fold record `n`; returns the segment it changed, or null. */
+  /** Fold record `n` (or a stored run from chunk `n`); returns the segment it changed, or null. */
   add(rec, n) {
+    if (isRun(rec)) return this.run(rec, n);
     const t = Number(rec[0]);
     if (this.previousT !== null && t - this.previousT > this.maxGap) {
       this.maxGap = t - this.previousT;
@@ -179,6 +240,29 @@ export class Picture {
   segmentOf(index) {
     // a delta or block-end after the block's end goes to the segment that index last had
     return this.openByIndex.get(index) || this.lastByIndex.get(index);
+  }
+
+  run(rec, n) {
+    const times = rec[5];
+    const k = times.length;
+    if (!k) return null;
+    for (let i = 0; i < k; i++) {
+      const t = times[i];
+      if (this.previousT !== null && t - this.previousT > this.maxGap) {
+        this.maxGap = t - this.previousT;
+        this.maxGapAt = n + i;
+      }
+      this.previousT = t;
+    }
+    this.chunks += k;
+    this.deltas += k;
+    const seg = this.segmentOf(rec[2]) || this.open(rec[2], DELTA_KIND[RUN_TAG[rec[1]]], n, times[0]);
+    seg.deltas += k;
+    seg.last = n + k - 1;
+    seg.t1 = times[k - 1];
+    for (let i = 0; i < k; i++) seg.chunks.push(n + i);
+    seg.parts.push(rec[3]);
+    return seg;
   }
 
   delta(rec, n, t) {
@@ -258,22 +342,34 @@ export function shows(v, shown, complete) {
   return v[0] === null ? complete : v[0] < shown;
 }
 
-function totalOf(total, records) {
-  const last = records.length ? Number(records[records.length - 1][0]) : 0;
+function totalOf(total, last) {
   return typeof total === "number" ? Math.max(total, last) : last;
 }
 
 /**
  * The picture of a timeline state ({records, violations, status, totalMs, error, title})
- * after its first `upto` records (all when null), as plain JSON data: what _view.derive
- * gives, in the shape of the shared vectors (tests/fixtures/timeline/*.json).
+ * after its first `upto` chunks (all when null), as plain JSON data: what _view.derive
+ * gives, in the shape of the shared vectors (tests/fixtures/timeline/*.json). The records
+ * may hold coalesced runs, as batches carry them (the same picture).
  */
 export function derive(state, upto = null) {
   const all = Array.isArray(state.records) ? state.records : [];
-  const records = upto === null || upto === undefined ? all : all.slice(0, Math.max(0, upto));
+  const entries = all.map((rec) => (isRun(rec) ? storedRun(rec) : rec));
+  const total = entries.reduce((sum, rec) => sum + entryLength(rec), 0);
+  const shown = upto === null || upto === undefined ? total : Math.min(total, Math.max(0, upto));
   const picture = new Picture();
-  records.forEach((rec, n) => picture.add(rec, n));
-  const complete = upto === null || upto === undefined || upto >= all.length;
+  let n = 0;
+  let firstMs = null;
+  let lastMs = 0;
+  for (const rec of entries) {
+    if (n >= shown) break;
+    const part = sliceEntry(rec, 0, Math.min(entryLength(rec), shown - n));
+    if (firstMs === null) firstMs = isRun(part) ? part[5][0] : Number(part[0]);
+    lastMs = isRun(part) ? part[5][part[5].length - 1] : Number(part[0]);
+    picture.add(part, n);
+    n += entryLength(part);
+  }
+  const complete = shown >= total;
   const violations = Array.isArray(state.violations) ? state.violations : [];
   return {
     title: String(state.title || ""),
@@ -285,12 +381,12 @@ export function derive(state, upto = null) {
       started: seg.started, closed: seg.closed, text: seg.parts.join(""), name: seg.name ?? null,
       callId: seg.id ?? null, chunks: seg.chunks.slice(),
     })),
-    violations: violations.filter((v) => shows(v, records.length, complete)),
+    violations: violations.filter((v) => shows(v, shown, complete)),
     usage: picture.usage,
     finish: picture.finish,
     error: errorInfo(complete ? state.error : null, picture.finish),
-    totalMs: totalOf(complete ? state.totalMs : null, records),
-    firstMs: records.length ? Number(records[0][0]) : null,
+    totalMs: totalOf(complete ? state.totalMs : null, lastMs),
+    firstMs,
     maxGapMs: picture.maxGap,
     maxGapAt: picture.maxGapAt,
   };
@@ -317,23 +413,62 @@ class TextSink {
     this.el.replaceChildren();
     this.tail = null;
     this.tailLength = 0;
+    this.blocks = []; // [element, length] of the blocks in the DOM, oldest first
+    this.shown = 0; // characters in the DOM
+    this.hidden = 0; // characters before them, not in the DOM
+    this.window = TEXT_WINDOW; // grows when the reader asks for earlier text
   }
 
   append(text) {
     let rest = text;
+    if (rest.length > this.window) {
+      // more than the window at once (a backlog, a replay): only its tail reaches the DOM
+      let cut = rest.length - this.window;
+      if (isLowSurrogate(rest.charCodeAt(cut))) cut++;
+      this.hidden += this.shown + cut;
+      this.el.replaceChildren();
+      this.blocks = [];
+      this.shown = 0;
+      this.tail = null;
+      rest = rest.slice(cut);
+    }
     while (rest) {
       if (!this.tail) {
         this.tail = h("span", "cs-text-block");
         this.el.append(this.tail);
         this.tailLength = 0;
+        this.blocks.push([this.tail, 0]);
       }
       const cut = this.cutAt(rest);
       const piece = cut < 0 ? rest : rest.slice(0, cut);
       this.tail.appendChild(document.createTextNode(piece));
       this.tailLength += piece.length;
+      this.blocks[this.blocks.length - 1][1] += piece.length;
+      this.shown += piece.length;
       rest = cut < 0 ? "" : rest.slice(cut);
       if (cut >= 0) this.tail = null;
     }
+    // sealed blocks that left the window leave the DOM (the last, growing one stays)
+    while (this.blocks.length > 1 && this.shown - this.blocks[0][1] >= this.window) {
+      const [el, length] = this.blocks.shift();
+      el.remove();
+      this.shown -= length;
+      this.hidden += length;
+    }
+  }
+
+  /** Put up to TEXT_WINDOW more of the hidden text (`text` is all text so far) back in front. */
+  showEarlier(text) {
+    if (!this.hidden) return;
+    let from = Math.max(0, this.hidden - TEXT_WINDOW);
+    if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from--;
+    const piece = text.slice(from, this.hidden);
+    const block = h("span", "cs-text-block", piece);
+    this.el.prepend(block);
+    this.blocks.unshift([block, piece.length]);
+    this.shown += piece.length;
+    this.hidden = from;
+    this.window += piece.length;
   }
 
   /** Where to seal the tail within `text` (an offset), or -1 to append it all. */
@@ -348,6 +483,10 @@ class TextSink {
   }
 }
 
+function isLowSurrogate(code) {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
 // --- the per-model store -----------------------------------------------------------------
 
 const stores = new WeakMap();
@@ -358,7 +497,7 @@ class Store {
     this.views = new Set();
     this.run = 0;
     this.lastSeq = -1;
-    this.records = [];
+    this.clear();
     this.violations = [];
     this.end = null;
     this.stash = new Map(); // seq -> batch that arrived after a gap
@@ -379,7 +518,7 @@ class Store {
   reset(run) {
     this.run = run;
     this.lastSeq = -1;
-    this.records = [];
+    this.clear();
     this.violations = [];
     this.end = null;
     this.stash.clear();
@@ -387,21 +526,66 @@ class Store {
     this.resyncCount = 0;
   }
 
+  clear() {
+    this.entries = []; // records and stored runs, in stream order
+    this.starts = []; // the chunk number each entry starts at
+    this.count = 0; // chunks in all entries
+  }
+
+  push(rec) {
+    this.entries.push(rec);
+    this.starts.push(this.count);
+    this.count += entryLength(rec);
+  }
+
+  /** The index of the entry holding chunk `n` (0 <= n < count). */
+  entryAt(n) {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid] <= n) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Chunk `n`'s own record (a delta of a run made whole again). */
+  recordAt(n) {
+    const i = this.entryAt(n);
+    const rec = this.entries[i];
+    return isRun(rec) ? runDelta(rec, n - this.starts[i]) : rec;
+  }
+
+  /** Chunk `n`'s arrival time (ms). */
+  timeAt(n) {
+    const i = this.entryAt(n);
+    const rec = this.entries[i];
+    return isRun(rec) ? rec[5][n - this.starts[i]] : Number(rec[0]);
+  }
+
   loadState() {
     const raw = this.model.get("_state"); // the final state as JSON text ("" while none)
     if (raw === this.rawState) return;
     this.rawState = raw;
+    // The final state of a run this store saw whole (its end batch, nothing missing) holds
+    // nothing new: skip parsing it (a million chunks are tens of megabytes of JSON).
+    if (raw && this.end !== null && this.stash.size === 0 && this.resyncAt === -Infinity) return;
     let s = null;
     try {
       s = typeof raw === "string" && raw ? JSON.parse(raw) : null;
     } catch (err) {
       console.error("chunkscope: unreadable timeline state", err);
     }
+    if (s && s.recordsInBuffer) s.records = bufferRecords(this.model.get("_state_records"));
     if (!s || !Array.isArray(s.records)) return;
     const run = typeof s.run === "number" ? s.run : this.run;
     if (run < this.run) return;
     if (run !== this.run) this.reset(run);
-    if (s.records.length >= this.records.length) this.records = s.records.slice();
+    if (s.records.length >= this.count) {
+      this.clear();
+      for (const rec of s.records) if (Array.isArray(rec)) this.push(isRun(rec) ? storedRun(rec) : rec);
+    }
     if ((s.violations || []).length >= this.violations.length) this.violations = (s.violations || []).slice();
     if (s.status && s.status !== "streaming") {
       this.end = { status: s.status, totalMs: s.totalMs, error: s.error || null };
@@ -439,11 +623,20 @@ class Store {
   apply(msg) {
     const records = msg.r || [];
     const violations = msg.v || [];
-    if (msg.c0 > this.records.length || msg.v0 > this.violations.length) {
+    if (msg.c0 > this.count || msg.v0 > this.violations.length) {
       this.askResync(); // a hole before this message: take nothing, ask for all
       return;
     }
-    for (let i = this.records.length - msg.c0; i < records.length; i++) this.records.push(records[i]);
+    let skip = this.count - msg.c0; // chunks of this message the store has already
+    for (const rec of records) {
+      const length = entryLength(rec);
+      if (skip >= length) {
+        skip -= length;
+        continue;
+      }
+      this.push(sliceEntry(rec, skip, length));
+      skip = 0;
+    }
     for (let i = this.violations.length - msg.v0; i < violations.length; i++) this.violations.push(violations[i]);
     if (msg.end) this.end = msg.end;
   }
@@ -467,7 +660,20 @@ class Store {
 
 const utf8 = new TextDecoder();
 
-/** A batch or resync message with its records (sent as a JSON buffer) in `r`. */
+/** A long stream's final records, from the binary `_state_records` trait (UTF-8 JSON). */
+function bufferRecords(value) {
+  try {
+    if (value instanceof DataView || ArrayBuffer.isView(value)) {
+      return JSON.parse(utf8.decode(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)));
+    }
+    if (value instanceof ArrayBuffer) return JSON.parse(utf8.decode(value));
+  } catch (err) {
+    console.error("chunkscope: unreadable timeline records", err);
+  }
+  return null;
+}
+
+/** A batch or resync message with its records (sent as a JSON buffer, runs stored) in `r`. */
 function withRecords(msg, buffers) {
   if (!msg || msg.r !== undefined || !buffers || !buffers.length) return msg;
   let r = [];
@@ -476,6 +682,7 @@ function withRecords(msg, buffers) {
   } catch (err) {
     console.error("chunkscope: unreadable timeline records", err);
   }
+  r = Array.isArray(r) ? r.filter(Array.isArray).map((rec) => (isRun(rec) ? storedRun(rec) : rec)) : [];
   return { ...msg, r };
 }
 
@@ -588,7 +795,7 @@ class View {
     scrubRow.append(h("span", null, "replay"), this.scrub, this.scrubLabel);
     this.scrub.addEventListener("input", () => {
       const value = Number(this.scrub.value);
-      this.scrubTo = value >= this.store.records.length ? null : value;
+      this.scrubTo = value >= this.store.count ? null : value;
       this.schedule();
     });
 
@@ -726,14 +933,15 @@ class View {
     if (this.root.isConnected) this.wasConnected = true;
     else if (this.wasConnected) return;
     const store = this.store;
-    const total = store.records.length;
+    const total = store.count;
     const done = store.end !== null;
     if (this.scrubTo !== null && (!done || this.scrubTo >= total)) this.scrubTo = null;
-    const limit = this.scrubTo === null ? total : this.scrubTo;
-    if (limit < this.applied || store.run !== this.run) this.resetPicture();
+    const target = this.scrubTo === null ? total : this.scrubTo;
+    if (target < this.applied || store.run !== this.run) this.resetPicture();
     this.run = store.run;
-    for (let n = this.applied; n < limit; n++) this.ingest(store.records[n], n);
-    this.applied = limit;
+    const behind = this.catchUp(target);
+    if (behind) this.schedule(); // the rest next frame: input is answered in between
+    const limit = this.applied;
     const complete = limit === total;
 
     for (const seg of this.dirty) this.drawSeg(seg);
@@ -749,7 +957,9 @@ class View {
     }
 
     const root = this.root;
-    root.dataset.state = !done ? "streaming" : store.end.status === "error" ? "error" : "done";
+    // the end marker: the stream ended and every chunk of it is drawn
+    const drawn = done && (!behind || this.scrubTo !== null);
+    root.dataset.state = !drawn ? "streaming" : store.end.status === "error" ? "error" : "done";
     root.dataset.chunks = String(limit);
     root.dataset.deltas = String(this.picture.deltas);
     root.dataset.axis = this.axis();
@@ -764,6 +974,23 @@ class View {
     this.scrub.max = String(total);
     if (this.scrubTo === null) this.scrub.value = String(total);
     this.scrubLabel.textContent = done ? `chunk ${limit} / ${total}` : "available when the stream ends";
+  }
+
+  /** Fold entries up to chunk `target` for at most INGEST_BUDGET_MS; true when some are left. */
+  catchUp(target) {
+    const store = this.store;
+    const deadline = performance.now() + INGEST_BUDGET_MS;
+    let steps = 0;
+    while (this.applied < target) {
+      const i = store.entryAt(this.applied);
+      const rec = store.entries[i];
+      const from = this.applied - store.starts[i];
+      const to = Math.min(entryLength(rec), from + target - this.applied);
+      this.ingest(sliceEntry(rec, from, to), this.applied);
+      this.applied += to - from;
+      if (++steps % 64 === 0 && performance.now() > deadline) break;
+    }
+    return this.applied < target;
   }
 
   drawSeg(seg) {
@@ -800,9 +1027,18 @@ class View {
       text.addEventListener("scroll", () => {
         seg.scrolledUp = text.scrollTop + text.clientHeight < text.scrollHeight - 4;
       }, { passive: true });
-      node.append(row, text);
+      const earlier = h("button", "cs-show-earlier");
+      earlier.type = "button";
+      earlier.hidden = true;
+      earlier.addEventListener("click", (event) => {
+        event.stopPropagation(); // not a click on the segment
+        const dom = seg.dom;
+        dom.sink.showEarlier(seg.parts.slice(0, seg.drawn.parts).join(""));
+        this.drawHidden(seg);
+      });
+      node.append(row, earlier, text);
       node.csSeg = seg;
-      seg.dom = { node, bar, cap, text, sink: new TextSink(sink) };
+      seg.dom = { node, bar, cap, text, earlier, sink: new TextSink(sink) };
       if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
       else this.lanes.append(node);
     }
@@ -820,6 +1056,7 @@ class View {
       drawn.chars += piece.length;
       dom.sink.append(piece);
       if (!seg.scrolledUp) dom.text.scrollTop = 1e9; // follow the text (clamped to the end)
+      this.drawHidden(seg);
     }
     if (seg.nameEl) {
       seg.nameEl.textContent = seg.name || "";
@@ -831,6 +1068,16 @@ class View {
     let cap = seg.kind === "tool-call" ? `${seg.name || "?"} · ${plural(seg.deltas, "delta")}` : `${plural(seg.deltas, "delta")} · ${plural(drawn.chars, "char")}`;
     if (!seg.closed) cap += this.store.end ? " · never closed" : " · open";
     dom.cap.textContent = cap;
+  }
+
+  /** The button that brings the text before the window back, with how much there is. */
+  drawHidden(seg) {
+    const { earlier, sink, node } = seg.dom;
+    earlier.hidden = sink.hidden === 0;
+    node.dataset.hiddenChars = String(sink.hidden);
+    if (sink.hidden) {
+      earlier.textContent = `${count(sink.hidden)} earlier chars not drawn · show ${count(Math.min(sink.hidden, TEXT_WINDOW))} more`;
+    }
   }
 
   addViolation(v) {
@@ -864,7 +1111,7 @@ class View {
     const store = this.store;
     const f = this.facts;
     f.chunks.value.textContent = String(this.picture.chunks);
-    const first = limit ? Number(store.records[0][0]) : null;
+    const first = limit ? store.timeAt(0) : null;
     f.first.fact.hidden = first === null;
     if (first !== null) f.first.value.textContent = formatMs(first);
     const totalMs = this.totalMs(limit, complete);
@@ -880,7 +1127,7 @@ class View {
   }
 
   totalMs(limit, complete) {
-    const last = limit ? Number(this.store.records[limit - 1][0]) : 0;
+    const last = limit ? this.store.timeAt(limit - 1) : 0;
     const end = this.store.end;
     return complete && end && typeof end.totalMs === "number" ? Math.max(end.totalMs, last) : last;
   }
@@ -931,7 +1178,7 @@ class View {
   relayout(axisChanged) {
     const axis = this.axis();
     const limit = this.applied;
-    const endMs = this.totalMs(limit, limit === this.store.records.length);
+    const endMs = this.totalMs(limit, limit === this.store.count);
     const extent = axis === "chunk" ? Math.max(limit, 1) : Math.max(endMs, 1);
     this.plot.style.setProperty("--cs-extent", String(extent));
     this.root.dataset.axis = axis;
@@ -951,12 +1198,11 @@ class View {
         bar.style.width = `max(3px, calc(${x1 - x0} * 100% / var(--cs-extent)))`;
       }
     }
-    const records = this.store.records;
     for (const mark of this.marks) {
       const position = mark.csViolation[0];
       let x;
       if (axis === "chunk") x = position === null ? limit : position + 0.5;
-      else x = position === null || position >= limit ? this.totalMs(limit, true) : Number(records[position][0]);
+      else x = position === null || position >= limit ? this.totalMs(limit, true) : this.store.timeAt(position);
       if (axisChanged || mark.csX !== x || mark.csAxis !== axis) {
         mark.csX = x;
         mark.csAxis = axis;
@@ -1008,7 +1254,7 @@ class View {
   }
 
   chunkLine(n) {
-    const rec = this.store.records[n];
+    const rec = this.store.recordAt(n);
     return `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
   }
 
@@ -1032,7 +1278,7 @@ class View {
     const [position, rule, severity, message] = v;
     if (!this.select(el, "v:" + position + ":" + rule + ":" + message)) return;
     const lines = [`${rule} (${severity}) at ${position === null ? "the end of the stream" : "chunk " + position}: ${message}`];
-    if (position !== null && position < this.store.records.length) lines.push(this.chunkLine(position));
+    if (position !== null && position < this.store.count) lines.push(this.chunkLine(position));
     this.json.textContent = lines.join("\n");
     this.json.hidden = false;
   }

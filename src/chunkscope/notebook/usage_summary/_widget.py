@@ -3,7 +3,7 @@
 The log tells the widget about every record and progress change (from
 whichever thread recorded); the widget re-reads the log's running totals and
 pushes them to the synced ``_state`` trait (JSON text) at most once per
-``interval`` (the timeline's 1/30 s), with a timer so the last change is
+``interval`` (1/30 s: a summary need not follow every display frame), with a timer so the last change is
 never left behind. The displayed output's ``text/html`` is the escaped
 static copy (``usage_html``), replaced when a batch finishes and on
 ``refresh()``, so a saved notebook shows the final numbers without
@@ -23,12 +23,12 @@ from typing import Any
 import traitlets
 
 from .._base import StaticCopyWidget
-from ..timeline._widget import FRAME_INTERVAL
 from ._static_html import usage_html, usage_state
 
 __all__ = ["UsageSummary", "display_usage_log"]
 
 _HERE = Path(__file__).parent
+_INTERVAL = 1 / 30
 
 
 class UsageSummary(StaticCopyWidget):
@@ -51,7 +51,7 @@ class UsageSummary(StaticCopyWidget):
         *,
         title: str = "",
         clock: Callable[[], float] | None = None,
-        interval: float = FRAME_INTERVAL,
+        interval: float = _INTERVAL,
         **kwargs: Any,
     ) -> None:
         super().__init__(title=title, **kwargs)
