@@ -16,7 +16,7 @@ from chunkscope.protocol import collect
 from chunkscope.provider import SCENARIOS, LocalProvider
 
 REPLIES = [
-    name for name, s in SCENARIOS.items() if not s.fault and name not in ("slow-tokens", "slow-first-byte")
+    name for name, s in SCENARIOS.items() if not s.fault and name not in ("slow-tokens", "slow-first-byte", "stall-recovers")
 ]
 COMPLETE_FAULTS = ["fault-content-filter", "fault-empty"]
 PROMPT = "Hi there"
