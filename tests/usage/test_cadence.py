@@ -57,7 +57,8 @@ def test_the_gap_columns_sit_beside_the_first_chunk_columns() -> None:
     columns = list(UsageLog().to_frame().columns)
     assert tuple(GAP_COLUMNS) == tuple(GAPS)
     assert columns[columns.index("first_text_s") + 1 : columns.index("duration_s")] == GAPS
-    assert [str(UsageLog().to_frame()[name].dtype) for name in GAPS] == ["Float64", "Int64", "Float64", "Float64"]
+    dtypes = [str(UsageLog().to_frame()[name].dtype) for name in GAPS]
+    assert dtypes == ["Float64", "Int64", "Float64", "Float64"]
 
 
 def test_the_gap_columns_of_scripted_times() -> None:
@@ -134,7 +135,8 @@ def tap_batch(tap: Tap) -> None:
     """Three slow-tokens calls and two stalling calls through the tap, every one waited for."""
     for model in ["slow-tokens", STALLING, "slow-tokens", STALLING, "slow-tokens"]:
         body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-        httpx.post(f"{tap.base_url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {API_KEY}"})
+        auth = {"authorization": f"Bearer {API_KEY}"}
+        httpx.post(f"{tap.base_url}/v1/chat/completions", json=body, headers=auth)
     for call in tap.calls:
         assert call.wait(10) and call.result is not None and call.result.ok
 
@@ -262,7 +264,8 @@ def test_the_thresholds_are_settings() -> None:
     assert len(cs.cadence(log).stalls) == 0  # 0.1 s is not past the 0.1 s floor
     report = cs.cadence(log, stall_factor=5, stall_floor_s=0.05, timeout_factor=100)
     assert report.stalls[["call_id", "chunk"]].values.tolist() == [["x", 3]]
-    assert report.stalls["threshold_s"].tolist() == [pytest.approx(0.05)]  # max(5 x the 0.01 s usual gap, 0.05 s)
+    # max(5 x the 0.01 s usual gap, 0.05 s)
+    assert report.stalls["threshold_s"].tolist() == [pytest.approx(0.05)]
     # a frame keeps one largest gap (0.1 s, a hair over in floating point): x 100, the next second above
     assert report.models["suggested_timeout_s"].tolist() == [11.0]
     for bad in ({"stall_factor": -1}, {"timeout_factor": float("inf")}, {"stall_floor_s": "1"}):

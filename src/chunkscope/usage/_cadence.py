@@ -80,7 +80,6 @@ STALL_COLUMNS = (
 )
 """``Cadence.stalls``' columns, in order: one row per stall, the longest first."""
 
-_GAP_COLUMNS = ("provider", "model", "call_id", "attempt", "chunk", "gap_s", "at_s")
 _FRAME_NEEDS = ("provider", "model", "call_id", "attempt", "ttfc_s", "max_gap_s", "max_gap_at", "p50_gap_s")
 
 
@@ -223,13 +222,13 @@ def cadence(
     if isinstance(source, UsageLog):
         source = source.to_frame()
     if isinstance(source, pd.DataFrame):
-        gaps, attempts = _frame_tables(source)
+        tables = _frame_tables(source)
         basis = LARGEST_GAPS
     else:
-        gaps, attempts = _timed_tables(list(_timed(source)))
+        tables = _timed_tables(list(_timed(source)))
         basis = EVERY_GAP
-    models, stalls = _report(gaps, attempts, basis, **settings)
-    return Cadence(models=models, stalls=stalls, gaps=gaps, basis=basis, **settings)
+    models, stalls = _report(tables, basis, settings)
+    return Cadence(models=models, stalls=stalls, gaps=tables.gaps, basis=basis, **settings)
 
 
 def _check_settings(stall_factor: float, stall_floor_s: float, timeout_factor: float) -> None:
@@ -323,58 +322,70 @@ def _timed_recording(recording: Recording, path: Path) -> _Timed:
 # --- the tables the report is computed from --------------------------------------------
 
 
-def _attempt_table(
-    provider: list[str], model: list[str], ttfc: list[float], timed: list[bool], usual: list[float]
-) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "provider": provider,
-            "model": model,
-            "ttfc_s": np.array(ttfc, dtype=np.float64),
-            "timed": np.array(timed, dtype=bool),
-            "usual_s": np.array(usual, dtype=np.float64),
-        }
-    )
+@dataclass
+class _Tables:
+    """What the report is computed from: ``gaps`` (the public table), each gap's attempt (a row of
+    the attempt arrays), and per attempt its provider, model, wait for a first chunk, whether it
+    had a measured gap, and its median gap (a frame's; NaN for sources with every gap)."""
+
+    gaps: pd.DataFrame
+    gap_rows: np.ndarray[Any, Any]
+    provider: pd.Categorical
+    model: pd.Categorical
+    ttfc_s: np.ndarray[Any, Any]
+    timed: np.ndarray[Any, Any]
+    usual_s: np.ndarray[Any, Any]
 
 
-def _timed_tables(attempts: list[_Timed]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(gaps, attempts)``: one row per gap, one row per attempt."""
-    columns: dict[str, list[Any]] = {name: [] for name in _GAP_COLUMNS}
-    timed: list[bool] = []
-    for attempt in attempts:
+_TEXT = pd.StringDtype("pyarrow")
+
+
+def _timed_tables(attempts: list[_Timed]) -> _Tables:
+    """One row per gap of every attempt with its arrival times."""
+    columns: dict[str, list[Any]] = {name: [] for name in ("call_id", "attempt", "chunk", "gap_s", "at_s")}
+    counts = np.zeros(len(attempts), dtype=np.int64)
+    for n, attempt in enumerate(attempts):
         gaps = known_gaps(attempt.chunk_times, attempt.chunks)
-        timed.append(gaps is not None)
         if gaps is None:
             continue
-        n = len(gaps)
-        columns["provider"].append([attempt.provider] * n)
-        columns["model"].append([attempt.model] * n)
-        columns["call_id"].append([attempt.call_id] * n)
-        columns["attempt"].append(np.full(n, attempt.attempt, dtype=np.int64))
-        columns["chunk"].append(np.arange(1, n + 1, dtype=np.int64))
+        size = counts[n] = len(gaps)
+        columns["call_id"].append([attempt.call_id] * size)
+        columns["attempt"].append(np.full(size, attempt.attempt, dtype=np.int64))
+        columns["chunk"].append(np.arange(1, size + 1, dtype=np.int64))
         columns["gap_s"].append(np.asarray(gaps, dtype=np.float64))
         columns["at_s"].append(np.asarray(attempt.chunk_times[1:], dtype=np.float64))
-    gap_table = pd.DataFrame({name: _joined(name, parts) for name, parts in columns.items()})
-    attempt_table = _attempt_table(
-        [a.provider for a in attempts],
-        [a.model for a in attempts],
-        [math.nan if a.ttfc_s is None else float(a.ttfc_s) for a in attempts],
-        timed,
-        [math.nan] * len(attempts),
+    rows = np.repeat(np.arange(len(attempts)), counts)
+    provider = pd.Categorical([a.provider for a in attempts])
+    model = pd.Categorical([a.model for a in attempts])
+    gaps = pd.DataFrame(
+        {
+            "provider": provider.take(rows),
+            "model": model.take(rows),
+            **{name: _joined(name, parts) for name, parts in columns.items()},
+        }
     )
-    return gap_table, attempt_table
+    ttfc = [math.nan if a.ttfc_s is None else float(a.ttfc_s) for a in attempts]
+    return _Tables(
+        gaps,
+        rows,
+        provider,
+        model,
+        np.array(ttfc, dtype=np.float64),
+        counts > 0,
+        np.full(len(attempts), np.nan),
+    )
 
 
 def _joined(name: str, parts: list[Any]) -> Any:
-    if name in ("provider", "model", "call_id"):
-        return pd.array([value for part in parts for value in part], dtype="string")
+    if name == "call_id":
+        return pd.array([value for part in parts for value in part], dtype=_TEXT)
     if not parts:
         return np.array([], dtype=np.int64 if name in ("attempt", "chunk") else np.float64)
     return np.concatenate(parts)
 
 
-def _frame_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(gaps, attempts)`` of a usage frame: each attempt's largest gap, and every attempt."""
+def _frame_tables(frame: pd.DataFrame) -> _Tables:
+    """A usage frame's tables: one value per attempt with a gap, its largest."""
     for name in _FRAME_NEEDS:
         if name not in frame.columns:
             raise UsageSchemaError(
@@ -384,81 +395,70 @@ def _frame_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             )
     largest = frame["max_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan)
     timed = ~np.isnan(largest)
-    provider = frame["provider"].astype("string")
-    model = frame["model"].astype("string")
+    rows = np.flatnonzero(timed)
+    provider = pd.Categorical(frame["provider"])
+    model = pd.Categorical(frame["model"])
     gaps = pd.DataFrame(
         {
-            "provider": provider[timed].array,
-            "model": model[timed].array,
-            "call_id": frame["call_id"].astype("string")[timed].array,
-            "attempt": frame["attempt"].to_numpy(dtype=np.int64)[timed],
-            "chunk": frame["max_gap_at"].to_numpy(dtype=np.int64, na_value=-1)[timed],
-            "gap_s": largest[timed],
-            "at_s": np.full(int(timed.sum()), np.nan),
+            "provider": provider.take(rows),
+            "model": model.take(rows),
+            "call_id": pd.array(frame["call_id"].to_numpy()[rows], dtype=_TEXT),
+            "attempt": frame["attempt"].to_numpy(dtype=np.int64)[rows],
+            "chunk": frame["max_gap_at"].to_numpy(dtype=np.int64, na_value=-1)[rows],
+            "gap_s": largest[rows],
+            "at_s": np.full(len(rows), np.nan),
         }
     )
-    attempts = pd.DataFrame(
-        {
-            "provider": provider.array,
-            "model": model.array,
-            "ttfc_s": frame["ttfc_s"].to_numpy(dtype=np.float64, na_value=np.nan),
-            "timed": timed,
-            "usual_s": frame["p50_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan),
-        }
-    )
-    return gaps, attempts
+    ttfc = frame["ttfc_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+    usual = frame["p50_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+    return _Tables(gaps, rows, provider, model, ttfc, timed, usual)
 
 
 # --- the report ----------------------------------------------------------------------------
 
 
-def _report(
-    gaps: pd.DataFrame,
-    attempts: pd.DataFrame,
-    basis: str,
-    *,
-    stall_factor: float,
-    stall_floor_s: float,
-    timeout_factor: float,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    keys = (
-        attempts[["provider", "model"]].fillna("unknown").drop_duplicates().sort_values(["provider", "model"])
-    )
-    key_index = pd.MultiIndex.from_frame(keys)
-    gap_codes = key_index.get_indexer(pd.MultiIndex.from_frame(gaps[["provider", "model"]].fillna("unknown")))
-    attempt_codes = key_index.get_indexer(
-        pd.MultiIndex.from_frame(attempts[["provider", "model"]].fillna("unknown"))
-    )
-    values = gaps["gap_s"].to_numpy(dtype=np.float64)
-    order = np.argsort(gap_codes, kind="stable")
-    bounds = np.searchsorted(gap_codes[order], np.arange(len(keys) + 1))
-    rows = []
-    for code, (provider, model) in enumerate(keys.itertuples(index=False)):
-        members = order[bounds[code] : bounds[code + 1]]
-        mine = attempt_codes == code
-        usual = _usual(values[members], attempts["usual_s"].to_numpy()[mine], basis)
-        rows.append(
-            _model_row(
-                str(provider),
-                str(model),
-                values[members],
-                gaps.iloc[members] if len(members) else None,
-                attempts[mine],
-                usual,
-                basis,
-                stall_factor=stall_factor,
-                stall_floor_s=stall_floor_s,
-                timeout_factor=timeout_factor,
-            )
-        )
+def _groups(
+    provider: pd.Categorical, model: pd.Categorical
+) -> tuple[np.ndarray[Any, Any], list[tuple[str, str]]]:
+    """Each attempt's group (0, 1, ... in provider and model order) and the groups' names."""
+    width = len(model.categories) + 1
+    combined = (provider.codes.astype(np.int64) + 1) * width + (model.codes.astype(np.int64) + 1)
+    codes, uniques = pd.factorize(combined, sort=True)
+    names = [(_name(provider, int(u) // width), _name(model, int(u) % width)) for u in uniques]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return rank[codes] if len(codes) else codes.astype(np.int64), [names[i] for i in order]
+
+
+def _name(values: pd.Categorical, code: int) -> str:
+    return "unknown" if code == 0 else str(values.categories[code - 1])
+
+
+def _members(codes: np.ndarray[Any, Any], groups: int) -> list[np.ndarray[Any, Any]]:
+    """The positions of each group's members (``codes`` sorted once, then cut)."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(groups + 1))
+    return [order[bounds[g] : bounds[g + 1]] for g in range(groups)]
+
+
+def _report(tables: _Tables, basis: str, settings: dict[str, float]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    attempt_codes, names = _groups(tables.provider, tables.model)
+    gap_codes = attempt_codes[tables.gap_rows]
+    values = tables.gaps["gap_s"].to_numpy(dtype=np.float64)
+    gap_members = _members(gap_codes, len(names))
+    attempt_members = _members(attempt_codes, len(names))
+    rows = [
+        _model_row(name, values[gap_members[g]], gap_members[g], attempt_members[g], tables, basis, settings)
+        for g, name in enumerate(names)
+    ]
     models = _models_frame(rows)
     thresholds = models["stall_threshold_s"].to_numpy(dtype=np.float64, na_value=np.nan)
-    stalls = _stalls(
-        gaps, gap_codes, thresholds, models["usual_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan)
-    )
-    counts = np.bincount(gap_codes[stalls.index.to_numpy()], minlength=len(keys)) if len(keys) else []
-    models["stalls"] = np.asarray(counts, dtype=np.int64)
-    models = _with_reasoning(models, basis, timeout_factor)
+    usual = models["usual_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+    stalls = _stalls(tables.gaps, gap_codes, thresholds, usual)
+    found = gap_codes[stalls.index.to_numpy()]
+    models["stalls"] = np.bincount(found, minlength=len(names)).astype(np.int64)
+    models = _with_reasoning(models, basis, settings["timeout_factor"])
     return models[list(CADENCE_COLUMNS)], stalls.reset_index(drop=True)
 
 
@@ -469,39 +469,40 @@ def _usual(values: np.ndarray[Any, Any], medians: np.ndarray[Any, Any], basis: s
 
 
 def _model_row(
-    provider: str,
-    model: str,
+    name: tuple[str, str],
     values: np.ndarray[Any, Any],
-    members: pd.DataFrame | None,
-    attempts: pd.DataFrame,
-    usual: float,
+    gap_positions: np.ndarray[Any, Any],
+    attempts: np.ndarray[Any, Any],
+    tables: _Tables,
     basis: str,
-    *,
-    stall_factor: float,
-    stall_floor_s: float,
-    timeout_factor: float,
+    settings: dict[str, float],
 ) -> dict[str, Any]:
-    ttfc = attempts["ttfc_s"].to_numpy()
+    ttfc = tables.ttfc_s[attempts]
+    usual = _usual(values, tables.usual_s[attempts], basis)
+    threshold = max(settings["stall_factor"] * usual, settings["stall_floor_s"])
     row: dict[str, Any] = {
-        "provider": provider,
-        "model": model,
+        "provider": name[0],
+        "model": name[1],
         "attempts": len(attempts),
-        "timed": int(attempts["timed"].sum()),
+        "timed": int(tables.timed[attempts].sum()),
         "gaps": len(values),
         "max_ttfc_s": float(np.nanmax(ttfc)) if (~np.isnan(ttfc)).any() else math.nan,
         "usual_gap_s": usual,
-        "stall_threshold_s": max(stall_factor * usual, stall_floor_s) if not math.isnan(usual) else math.nan,
+        "stall_threshold_s": threshold if not math.isnan(usual) else math.nan,
     }
-    if members is None:
+    if not len(values):
         row.update(dict.fromkeys(QUANTILES, math.nan), max_gap_s=math.nan, suggested_timeout_s=math.nan)
         row.update(max_gap_call=None, max_gap_chunk=None)
         return row
     row.update(zip(QUANTILES, (float(v) for v in np.quantile(values, list(QUANTILES.values()))), strict=True))
     longest = int(np.argmax(values))
+    at = int(gap_positions[longest])
     row["max_gap_s"] = float(values[longest])
-    row["max_gap_call"] = str(members["call_id"].iloc[longest])
-    row["max_gap_chunk"] = int(members["chunk"].iloc[longest])
-    row["suggested_timeout_s"] = suggested_timeout(row["p999_gap_s"], row["max_gap_s"], timeout_factor)
+    row["max_gap_call"] = str(tables.gaps["call_id"].iloc[at])
+    row["max_gap_chunk"] = int(tables.gaps["chunk"].iloc[at])
+    row["suggested_timeout_s"] = suggested_timeout(
+        row["p999_gap_s"], row["max_gap_s"], settings["timeout_factor"]
+    )
     return row
 
 
@@ -536,8 +537,6 @@ def _stalls(
     usual: np.ndarray[Any, Any],
 ) -> pd.DataFrame:
     """One row per gap past its model's threshold, the longest first (index: the gap's row)."""
-    if not len(gaps):
-        return pd.DataFrame({name: pd.Series([], dtype="float64") for name in STALL_COLUMNS})
     threshold = thresholds[codes]
     found = np.flatnonzero(gaps["gap_s"].to_numpy() > threshold)
     stalls = gaps.iloc[found].copy()
