@@ -568,7 +568,7 @@ def _reasoning(row: Any, basis: str, factor: float) -> str:
     scaled = row.p999_gap_s * factor
     parts = [f"p99.9 of {row.gaps:,} {what} = {row.p999_gap_s:.3f} s; x {factor:g} = {scaled:.3f} s."]
     where = f"call {row.max_gap_call}, before chunk {row.max_gap_chunk}"
-    if row.max_gap_s >= scaled:
+    if row.max_gap_s > scaled:
         parts.append(
             f"The longest gap seen, {row.max_gap_s:.3f} s ({where}), is longer: the timeout must let "
             "a stream that recovered after it through."

@@ -12,8 +12,8 @@ fewer than two chunks there is no gap. Either way its gap figures are ``<NA>``, 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import Any
 
 __all__ = ["GapStats", "NO_GAPS", "gap_stats", "known_gaps", "quantile", "result_gaps"]
@@ -29,10 +29,9 @@ def known_gaps(chunk_times: Sequence[float], chunks: int) -> list[float] | None:
     not known (a time missing or not finite) or there is no gap (fewer than two chunks)."""
     if chunks < 2 or len(chunk_times) != chunks:
         return None
-    times = list(chunk_times)
-    if not all(math.isfinite(t) for t in times):
+    if not all(map(math.isfinite, chunk_times)):
         return None
-    return [later - earlier for earlier, later in pairwise(times)]
+    return list(map(operator.sub, chunk_times[1:], chunk_times))  # at C speed: record() calls this
 
 
 def quantile(ordered: Sequence[float], q: float) -> float:
@@ -51,8 +50,8 @@ def gap_stats(chunk_times: Sequence[float], chunks: int) -> GapStats:
     gaps = known_gaps(chunk_times, chunks)
     if gaps is None:
         return NO_GAPS
-    largest = max(gaps)
     ordered = sorted(gaps)
+    largest = ordered[-1]
     return largest, gaps.index(largest) + 1, quantile(ordered, 0.5), quantile(ordered, 0.99)
 
 

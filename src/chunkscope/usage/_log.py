@@ -2,7 +2,8 @@
 
 ``record`` turns a ``StreamResult`` into a handful of scalars appended to
 typed arrays (``array.array``; categories as int codes), under a lock: O(1)
-per record, safe from many threads and tasks. ``to_frame`` builds each
+in the log's size (the gap columns sort the attempt's own gaps, outside the lock),
+safe from many threads and tasks. ``to_frame`` builds each
 column from its array in one vectorised step, so a million records become a
 frame in well under a second and a half (``benchmarks/bench_usage.py``).
 """
@@ -95,7 +96,7 @@ class UsageLog:
     ``path`` makes the log append every row to a Parquet dataset partitioned
     by date as it goes (see ``ParquetSink``; ``flush_rows`` / ``flush_seconds``
     bound what an abrupt kernel death can lose). Safe to call from several
-    threads and tasks; ``record`` is O(1).
+    threads and tasks; ``record`` is O(1) in the log's size.
     """
 
     def __init__(

@@ -206,44 +206,22 @@ def plot_cadence(report: Any, *, title: str | None = None) -> Any:
     return fig
 
 
+_STRIP_POINTS = 2000  # gaps drawn as dots per model, at most (a fixed-seed sample past it)
+
+
 def _cadence_rows(ax: Any, report: Any) -> None:
     models = report.models
     gaps = report.gaps
     labels = []
+    first = True  # the legend names each mark once, from the first model that has gaps
     for y, row in enumerate(models.itertuples(index=False)):
         labels.append(f"{row.provider} / {row.model}")
         if row.gaps == 0:
             continue
-        mine = gaps[(gaps["provider"] == row.provider) & (gaps["model"] == row.model)]["gap_s"]
-        low = max(float(mine.min()), _FLOOR_S)
-        ax.plot([low, max(row.max_gap_s, _FLOOR_S)], [y, y], color=_INK, linewidth=1, alpha=0.6)
-        ax.plot(
-            [max(row.p50_gap_s, _FLOOR_S), max(row.p99_gap_s, _FLOOR_S)],
-            [y, y],
-            color=_SPAN_COLOR,
-            linewidth=7,
-            solid_capstyle="butt",
-            label="p50 to p99" if y == 0 else None,
-        )
-        ax.plot(
-            [max(row.p999_gap_s, _FLOOR_S)], [y], "D", color=_SPAN_COLOR, label="p99.9" if y == 0 else None
-        )
-        ax.plot(
-            [row.suggested_timeout_s] * 2,
-            [y - 0.3, y + 0.3],
-            "--",
-            color=_TIMEOUT_COLOR,
-            linewidth=2,
-            label="suggested timeout" if y == 0 else None,
-        )
-        ax.annotate(
-            f"{row.suggested_timeout_s:g} s",
-            (row.suggested_timeout_s, y + 0.3),
-            color=_TIMEOUT_COLOR,
-            fontsize=8,
-            ha="left",
-            va="bottom",
-        )
+        mine = gaps["gap_s"][(gaps["provider"] == row.provider) & (gaps["model"] == row.model)].to_numpy()
+        _strip(ax, mine, y, first)
+        _marks(ax, row, y, first)
+        first = False
     stalls = report.stalls
     if len(stalls):
         rows = {label: y for y, label in enumerate(labels)}
@@ -264,6 +242,52 @@ def _cadence_rows(ax: Any, report: Any) -> None:
     legend = ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for text in legend.get_texts():
         text.set_color(_INK)
+
+
+def _strip(ax: Any, values: Any, y: int, label: bool) -> None:
+    """The model's gaps as faint dots, spread a little up and down so dense runs show as bands."""
+    import numpy as np
+
+    rng = np.random.default_rng(27)
+    if len(values) > _STRIP_POINTS:
+        values = rng.choice(values, _STRIP_POINTS, replace=False)
+    spread = rng.uniform(-0.22, 0.22, len(values))
+    ax.plot(
+        np.maximum(values, _FLOOR_S),
+        y + spread,
+        ".",
+        color=_INK,
+        alpha=0.35,
+        markersize=4,
+        label="a gap" if label else None,
+        linestyle="none",
+    )
+
+
+def _marks(ax: Any, row: Any, y: int, label: bool) -> None:
+    """p50 to p99 (a bar), the p99.9 (a diamond) and the suggested timeout (dashed, labelled)."""
+    span = [max(row.p50_gap_s, _FLOOR_S), max(row.p99_gap_s, _FLOOR_S)]
+    ax.plot(
+        span,
+        [y, y],
+        color=_SPAN_COLOR,
+        linewidth=5,
+        solid_capstyle="round",
+        label="p50 to p99" if label else None,
+    )
+    ax.plot([max(row.p999_gap_s, _FLOOR_S)], [y], "D", color=_SPAN_COLOR, label="p99.9" if label else None)
+    timeout = row.suggested_timeout_s
+    ax.plot(
+        [timeout] * 2,
+        [y - 0.3, y + 0.3],
+        "--",
+        color=_TIMEOUT_COLOR,
+        linewidth=2,
+        label="suggested timeout" if label else None,
+    )
+    ax.annotate(
+        f"{timeout:g} s", (timeout, y + 0.3), color=_TIMEOUT_COLOR, fontsize=8, ha="left", va="bottom"
+    )
 
 
 def _style(ax: Any) -> None:
