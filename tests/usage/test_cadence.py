@@ -8,6 +8,7 @@ between events) and ``stall-recovers-<MS>`` (one pause mid-stream, at the chunk 
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +290,28 @@ def test_cadence_over_no_attempt_at_all() -> None:
     assert len(report.models) == 0 and len(report.stalls) == 0
     assert report.suggested_timeout_s is None
     assert isinstance(report.models, pd.DataFrame)
+
+
+def test_the_example_in_docs_usage_md_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from usage_helpers import doc_examples
+
+    [example] = doc_examples("Stream cadence")
+    # in a worker thread: the example calls asyncio.run, as a script does
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            exec(compile(example, "docs/usage.md", "exec"), {"__name__": "docs_example"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive() and errors == []
+    shown = capsys.readouterr().out
+    assert (
+        "max_gap_at" in shown
+        and "stall-recovers-300" in shown
+        and "one idle timeout for every model" in shown
+    )
