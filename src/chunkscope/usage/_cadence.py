@@ -144,6 +144,9 @@ class Cadence:
             f"{len(self.stalls)} stall(s), suggested timeout {_seconds(self.suggested_timeout_s)})"
         )
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self) if cycle else str(self))  # IPython's terminal: the reasoning, as print() shows it
+
     def _repr_html_(self) -> str:
         shown = [c for c in CADENCE_COLUMNS if c != "reasoning"]
         reasons = "".join(
