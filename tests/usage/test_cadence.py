@@ -28,6 +28,7 @@ from chunkscope.usage import CADENCE_COLUMNS, GAP_COLUMNS, STALL_COLUMNS, UsageL
 
 API_KEY = "sk-cadence-test-SECRET-27"
 PAUSE_MS = 300  # short, to stay fast; far past slow-tokens' 50 ms and the 0.1 s stall floor
+SLACK = 0.025  # seconds: a read stamped late on a loaded 2-core machine shortens the gap after it
 STALLING = f"stall-recovers-{PAUSE_MS}"
 GAPS = ["max_gap_s", "max_gap_at", "p50_gap_s", "p99_gap_s"]
 
@@ -124,7 +125,7 @@ async def test_the_gap_columns_agree_with_the_timeline(provider: cs.LocalProvide
         assert format_ms(row["max_gap_s"] * 1000) == match.group(1)
     stalled = frame.iloc[1]
     assert stalled["max_gap_at"] == first_text(results[1], " the")  # where the script pauses
-    assert PAUSE_MS / 1000 <= stalled["max_gap_s"] < PAUSE_MS / 1000 + 0.25
+    assert PAUSE_MS / 1000 - SLACK <= stalled["max_gap_s"] < PAUSE_MS / 1000 + 0.25
     slow = frame.iloc[0]
     assert 0.04 <= slow["p99_gap_s"] < 0.3  # 50 ms between events
 
@@ -153,7 +154,7 @@ def check_stalls(report: cs.usage.Cadence, calls: list[Any], call_ids: list[str]
         if call.model == STALLING
     }
     assert set(zip(stalls["call_id"], stalls["chunk"], strict=True)) == expected
-    assert (stalls["gap_s"] >= PAUSE_MS / 1000).all()
+    assert (stalls["gap_s"] >= PAUSE_MS / 1000 - SLACK).all()
     models = report.models.set_index("model")
     assert models.loc[STALLING, "stalls"] == 2 and models.loc["slow-tokens", "stalls"] == 0
     # never below the longest gap seen, in whole seconds
@@ -274,6 +275,17 @@ def test_the_thresholds_are_settings() -> None:
             cs.cadence(log, **bad)
     with pytest.raises(TypeError, match="cadence: give a usage frame"):
         cs.cadence(42)
+
+
+def test_a_hand_made_frame_with_values_no_stream_gives() -> None:
+    log = UsageLog()
+    log.record(timed([0.0, 0.01, 0.02]), provider="p", model="m", call_id="x")
+    frame = log.to_frame()
+    frame = pd.concat([frame, frame], ignore_index=True)
+    frame["max_gap_s"] = pd.array([float("inf"), -0.5], dtype="Float64")
+    report = cs.cadence(frame)
+    assert report.models[["attempts", "timed", "gaps"]].values.tolist() == [[2, 1, 1]]
+    assert report.models["suggested_timeout_s"].tolist() == [1.0]  # never below 1 s
 
 
 def test_the_plot_has_one_row_per_model() -> None:

@@ -397,7 +397,7 @@ def _frame_tables(frame: pd.DataFrame) -> _Tables:
                 name,
             )
     largest = frame["max_gap_s"].to_numpy(dtype=np.float64, na_value=np.nan)
-    timed = ~np.isnan(largest)
+    timed = np.isfinite(largest)  # a hand-made inf is no measured gap either
     rows = np.flatnonzero(timed)
     provider = pd.Categorical(frame["provider"])
     model = pd.Categorical(frame["model"])
@@ -511,7 +511,7 @@ def _model_row(
 
 def suggested_timeout(p999: float, longest: float, factor: float) -> float:
     """``max(p999 x factor, longest)`` rounded up to the next whole second above it (at least 1 s)."""
-    return float(math.floor(max(p999 * factor, longest)) + 1)
+    return float(math.floor(max(p999 * factor, longest, 0.0)) + 1)
 
 
 def _models_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
