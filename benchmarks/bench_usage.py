@@ -12,6 +12,10 @@
 5. pricing those 1,000,000 rows (four models, start times spread over two
    years, so dated and off-peak prices apply): ``PriceTable.from_genai_prices()``
    against a hand-written table of the same models; target: within 2x.
+6. stream cadence (``cs.cadence``): over a usage frame of 1,000,000 timed rows (each attempt's
+   largest gap), against the ``to_frame()`` that builds that frame; and over 1,000,000 gaps of
+   recorded calls (10,000 calls of 101 chunks, every gap), against recording the same calls
+   into a ``UsageLog`` and building its frame. Reported as ratios (cadence time / frame time).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
 the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
@@ -24,6 +28,7 @@ import gc
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -314,12 +319,80 @@ def bench_otel(rows: int, repeat: int, report: dict[str, Any]) -> None:
     report["otel_over_log_us"] = per_otel - per_log
 
 
+def timed_results(chunks: int) -> list[StreamResult]:
+    """Attempts of ``chunks`` chunks at 20-60 ms apart, one with a 1.5 s stall mid-stream."""
+    body: list[Any] = [{"type": "text-delta", "index": 0, "text": "x"}] * chunks
+    shapes = []
+    for shape in range(5):
+        times = [0.3 + 0.02 * k + 0.01 * ((k * (shape + 3)) % 5) for k in range(chunks)]
+        if shape == 4:
+            times = [t + (1.5 if k >= chunks // 2 else 0.0) for k, t in enumerate(times)]
+        timings = Timings.of_arrivals(times, total_s=times[-1] + 0.01, started_at=1_780_000_000.0)
+        shapes.append(StreamResult(chunks=body, timings=timings, finish=FinishReason(kind="stop")))
+    return shapes
+
+
+@dataclass
+class RecordedCall:
+    """What ``cs.cadence`` reads of a tap's call (``TapCall``): its result, wire, model and id."""
+
+    id: int
+    wire: str
+    model: str
+    result: StreamResult
+    chunk_times: list[float]
+
+
+def bench_cadence(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    """Section 6: ``cs.cadence`` side by side with the frame building it starts from."""
+    from chunkscope.usage import cadence
+
+    shapes = timed_results(21)
+    log = UsageLog()
+    for i in range(rows):
+        provider, model = MODELS[i % len(MODELS)]
+        log.record(shapes[i % len(shapes)], provider=provider, model=model, call_id=f"c{i}")
+    frame_s, frame = best(log.to_frame, repeat)
+    cadence_s, found = best(lambda: cadence(frame), repeat)
+    assert len(found.stalls) == rows // len(shapes)  # one stall per stalling attempt
+    print(f"\ncadence over a usage frame of {rows:,} timed rows (each attempt's largest gap)")
+    print(f"  UsageLog.to_frame()                       {frame_s:8.3f} s")
+    print(
+        f"  cs.cadence(frame)                         {cadence_s:8.3f} s   "
+        f"{cadence_s / frame_s:6.2f}x to_frame"
+    )
+    calls_n = max(rows // 100, 1)
+    shapes = timed_results(101)
+    calls = [
+        RecordedCall(i, MODELS[i % len(MODELS)][0], MODELS[i % len(MODELS)][1], r, r.timings.chunk_times)
+        for i, r in ((i, shapes[i % len(shapes)]) for i in range(calls_n))
+    ]
+
+    def plain_frame() -> pd.DataFrame:
+        plain = UsageLog()
+        for call in calls:
+            plain.record(call.result, provider=call.wire, model=call.model, call_id=str(call.id))
+        return plain.to_frame()
+
+    plain_s, _ = best(plain_frame, repeat)
+    every_s, every = best(lambda: cadence(calls), repeat)
+    assert len(every.gaps) == calls_n * 100
+    print(f"\ncadence over {calls_n * 100:,} gaps of {calls_n:,} recorded calls (every gap)")
+    print(f"  UsageLog.record x {calls_n:,} + to_frame()     {plain_s:8.3f} s")
+    print(
+        f"  cs.cadence(calls)                         {every_s:8.3f} s   {every_s / plain_s:6.2f}x the frame"
+    )
+    report["cadence_frame_ratio"] = cadence_s / frame_s
+    report["cadence_gaps_ratio"] = every_s / plain_s
+
+
 SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [
     bench_frame,
     bench_summary,
     bench_session_log,
     bench_otel,
     bench_pricing,
+    bench_cadence,
 ]
 
 
@@ -333,6 +406,8 @@ def main() -> None:
         section(args.rows, args.repeat, report)
     figures = {"rows": args.rows, "to_frame_s": round(report["to_frame_s"], 3)}
     figures["otel_over_log_us"] = round(report["otel_over_log_us"], 1)
+    figures["cadence_frame_ratio"] = round(report["cadence_frame_ratio"], 2)
+    figures["cadence_gaps_ratio"] = round(report["cadence_gaps_ratio"], 2)
     print(json.dumps(figures))
 
 

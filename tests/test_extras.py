@@ -153,6 +153,7 @@ PYTHON_PATHS = [
     # with usage missing too, the message still names otel, which brings usage with it
     ("cs.otel_sink()", ("numpy", "pandas", "opentelemetry"), "otel"),
     ("cs.to_otel", ("opentelemetry",), "otel"),
+    ("cs.cadence(cs.UsageLog()).plot()", ("matplotlib",), "usage"),
     ("from chunkscope.usage import to_otel", ("opentelemetry",), "otel"),
     ("import chunkscope.testing", ("hypothesis",), "testing"),
     (

@@ -11,9 +11,8 @@ import pytest
 
 from chunkscope.provider import SCENARIOS, LocalProvider
 
-REPLIES = [
-    name for name, s in SCENARIOS.items() if not s.fault and name not in ("slow-tokens", "slow-first-byte")
-]
+PAUSED = ("slow-tokens", "slow-first-byte", "stall-recovers")  # scenarios that wait: tested apart
+REPLIES = [name for name, s in SCENARIOS.items() if not s.fault and name not in PAUSED]
 # A dialect scenario says its reply in its own wire's dialect (test_wire_dialects.py reads those);
 # on the other wire it is a plain reply like the rest.
 OPENAI_REPLIES = [

@@ -95,6 +95,7 @@ def test_faults_are_flagged_and_carry_codes_for_both_wires() -> None:
             "stop",
         ),
         ("slow-tokens", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
+        ("stall-recovers", HELLO, "", [], {"inputTokens": 12, "outputTokens": 8}, "stop"),
         (
             "reasoning-text-tools",
             "Checking both.",
@@ -247,6 +248,22 @@ def test_long_resolves_any_token_count() -> None:
     assert get_scenario("long-0") is None
     assert get_scenario("long-x") is None
     assert get_scenario("no-such-model") is None
+
+
+def test_stall_recovers_pauses_once_for_the_time_its_name_gives() -> None:
+    from chunkscope.provider._scenarios import Stall
+
+    def pauses(name: str) -> list[float]:
+        scenario = get_scenario(name)
+        assert scenario is not None, name
+        return [step.seconds for step in scenario.script().steps if isinstance(step, Stall)]
+
+    assert pauses("stall-recovers") == [1.0]
+    assert pauses("stall-recovers-250") == [0.25]
+    assert get_scenario("stall-recovers-250").expected.text == HELLO  # type: ignore[union-attr]
+    assert get_scenario("stall-recovers-0") is None
+    assert get_scenario("stall-recovers-600001") is None
+    assert get_scenario("stall-recovers-x") is None
 
 
 def test_echo_expectation_follows_the_prompt() -> None:

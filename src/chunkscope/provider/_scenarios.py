@@ -94,9 +94,14 @@ class Drop:
 
 @dataclass(frozen=True)
 class Stall:
-    """No bytes for ``seconds``; the script then continues."""
+    """No bytes for ``seconds``; the script then continues.
+
+    ``recovers``: the pause is short enough for an adapter's idle timeout (``stall-recovers``), so
+    an adapter sees the steps after it too; otherwise its timeout fires here (``fault-stall``).
+    """
 
     seconds: float
+    recovers: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,8 @@ def _expected(script: Script, facts: WireFacts | None = None) -> Expected:
             built.finish = _expected_finish(step.reason, built.has_content)
             built.usage = _token_usage(script.usage, facts)
             break
+        elif isinstance(step, Stall):
+            continue  # a pause the adapter reads through (a long one was cut off above)
         else:
             break  # a fault: the adapter raises, no finish
     return built.expected()
@@ -211,7 +218,7 @@ def _expected(script: Script, facts: WireFacts | None = None) -> Expected:
 def _before_stall(steps: Sequence[Step]) -> Sequence[Step]:
     """The steps an adapter sees: its idle timeout fires at a stall, so later steps never reach it."""
     for cut, step in enumerate(steps):
-        if isinstance(step, Stall):
+        if isinstance(step, Stall) and not step.recovers:
             return steps[:cut]
     return steps
 
@@ -303,6 +310,16 @@ STALL_SECONDS = 30.0
 
 FIRST_BYTE_SECONDS = 1.0
 """How long ``slow-first-byte`` waits before its response headers."""
+
+PAUSE_SECONDS = 1.0
+"""How long ``stall-recovers`` pauses mid-stream: no longer than ``slow-first-byte``'s wait, so an
+adapter whose idle timeout lets that one through (conformance asks it) lets this one through too."""
+
+PAUSE_MAX_MS = 600_000
+"""The longest pause ``stall-recovers-<MS>`` accepts (10 minutes): a bound, so one request ends."""
+
+PAUSE_AFTER = 4
+"""``stall-recovers`` pauses after this many of the ``text`` reply's 8 deltas."""
 
 Wire = str
 """A wire's name: a key of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
@@ -463,6 +480,24 @@ def _long(n: int) -> Callable[[str], Script]:
     return lambda prompt: script
 
 
+def _stall_recovers(seconds: float) -> Script:
+    """The ``text`` reply with one pause of ``seconds`` mid-stream (an adapter reads through it)."""
+    return _script(*HELLO[:PAUSE_AFTER], Stall(seconds, recovers=True), *HELLO[PAUSE_AFTER:], Finish("stop"))
+
+
+def _paused(model: str) -> Scenario | None:
+    """``stall-recovers-<MS>``'s scenario (1 <= MS <= ``PAUSE_MAX_MS``), else None."""
+    match = _PAUSE_MS.fullmatch(model)
+    if match is None or not 1 <= int(match.group(1)) <= PAUSE_MAX_MS:
+        return None
+    ms = int(match.group(1))
+    return Scenario(
+        name=model,
+        description=f"the text reply, silent for {ms} ms after its {PAUSE_AFTER}th delta, then the rest",
+        _build=_fixed(_stall_recovers(ms / 1000)),
+    )
+
+
 def _fixed(script: Script) -> Callable[[str], Script]:
     return lambda prompt: script
 
@@ -589,6 +624,14 @@ _SCENARIO_LIST: list[Scenario] = [
         f"the text reply with {int(SLOW_TOKEN_DELAY * 1000)} ms between events",
         _script(*HELLO, Finish("stop")),
         delay=SLOW_TOKEN_DELAY,
+    ),
+    Scenario(
+        name="stall-recovers",
+        description=(
+            f"the text reply, silent for {PAUSE_SECONDS:g} s after its {PAUSE_AFTER}th delta, then the rest "
+            "(stall-recovers-<MS>: MS ms)"
+        ),
+        _build=_fixed(_stall_recovers(PAUSE_SECONDS)),
     ),
     _reply(
         "reasoning-text-tools",
@@ -783,6 +826,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in _SCENARIO_LIST}
 """Every model name the local provider answers (``long`` stands for ``long-<N>`` too)."""
 
 _LONG_N = re.compile(r"long-([0-9]{1,7})")
+_PAUSE_MS = re.compile(r"stall-recovers-([0-9]{1,6})")
 
 
 def get_scenario(model: str) -> Scenario | None:
@@ -792,7 +836,7 @@ def get_scenario(model: str) -> Scenario | None:
         return scenario
     match = _LONG_N.fullmatch(model)
     if match is None:
-        return None
+        return _paused(model)
     n = int(match.group(1))
     if not 1 <= n <= LONG_MAX_TOKENS:
         return None

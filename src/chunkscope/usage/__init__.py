@@ -34,6 +34,7 @@ from chunkscope.sources.dsh import (
     DshStep,
 )
 
+from ._cadence import CADENCE_COLUMNS, STALL_COLUMNS, Cadence, cadence
 from ._convert import (
     OTEL_ATTRIBUTES,
     inclusive_input,
@@ -50,7 +51,16 @@ from ._parquet import ParquetSink, read_parquet, to_parquet
 from ._plots import plot_usage, tokens_per_call
 from ._prices import DEEPSEEK_EXAMPLE, MAX_PRICE, Price, PriceTable, UnpricedModelWarning
 from ._recordings import parse_started, read_recordings
-from ._schema import COLUMNS, FINISH_KINDS, PHASES, USAGE_SOURCES, UsageSchemaError, coerce, empty_frame
+from ._schema import (
+    COLUMNS,
+    FINISH_KINDS,
+    GAP_COLUMNS,
+    PHASES,
+    USAGE_SOURCES,
+    UsageSchemaError,
+    coerce,
+    empty_frame,
+)
 from ._summary import SUMMARY_COLUMNS, errors_by_code, latency_percentiles, summary
 from ._tags import expand_tags
 
@@ -58,6 +68,12 @@ if TYPE_CHECKING:
     from ._otel import OtelSink, otel_sink, to_otel
 
 __all__ = [
+    # stream cadence (issue 27): gaps between chunks, stalls, a suggested idle timeout
+    "cadence",
+    "Cadence",
+    "CADENCE_COLUMNS",
+    "STALL_COLUMNS",
+    "GAP_COLUMNS",
     "expand_tags",
     "tokens_per_call",
     "plot_usage",

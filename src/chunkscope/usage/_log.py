@@ -2,7 +2,8 @@
 
 ``record`` turns a ``StreamResult`` into a handful of scalars appended to
 typed arrays (``array.array``; categories as int codes), under a lock: O(1)
-per record, safe from many threads and tasks. ``to_frame`` builds each
+in the log's size (the gap columns sort the attempt's own gaps, outside the lock),
+safe from many threads and tasks. ``to_frame`` builds each
 column from its array in one vectorised step, so a million records become a
 frame in well under a second and a half (``benchmarks/bench_usage.py``).
 """
@@ -28,6 +29,7 @@ from chunkscope.protocol import LlmError, StreamResult, Timings, TokenUsage, col
 from chunkscope.protocol.shared import current_marks
 from chunkscope.sources import json_line
 
+from ._gaps import GapStats, gap_stats
 from ._prices import as_price_table
 from ._schema import (
     COUNT_COLUMNS,
@@ -94,7 +96,7 @@ class UsageLog:
     ``path`` makes the log append every row to a Parquet dataset partitioned
     by date as it goes (see ``ParquetSink``; ``flush_rows`` / ``flush_seconds``
     bound what an abrupt kernel death can lose). Safe to call from several
-    threads and tasks; ``record`` is O(1).
+    threads and tasks; ``record`` is O(1) in the log's size.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class UsageLog:
         self._started = array("d")
         self._ttfc = array("d")
         self._firsts = {name: array("d") for name in FIRST_COLUMNS}
+        self._gaps = (array("d"), array("q"), array("d"), array("d"))  # GAP_COLUMNS, in order
         self._duration = array("d")
         self._counts = {name: array("q") for name in _COUNT_NAMES}
         self._finish = _Codes(FINISH_KINDS)
@@ -193,6 +196,7 @@ class UsageLog:
         timings = result.timings
         started, ttfc, duration = _timing_values(timings)
         firsts = _first_values(timings)
+        gaps = gap_stats(timings.chunk_times, len(result.chunks))
         tag_text = _tags_json(tags)
         quote = self._quote(provider, model, usage, started)
         # Every value is converted above; below, each append takes a value its column holds, so a
@@ -210,7 +214,7 @@ class UsageLog:
                 self._started.append(started)
                 self._ttfc.append(ttfc)
                 self._duration.append(duration)
-                self._append_series(firsts, counts, block_counts)
+                self._append_series(firsts, gaps, counts, block_counts)
                 self._finish.codes.append(self._finish.code(finish))
                 self._error.codes.append(self._error.code(error_code))
                 self._phase.codes.append(self._phase.code(phase))
@@ -239,11 +243,20 @@ class UsageLog:
         return self.prices.quote(provider, model, usage, at=None if math.isnan(started) else started)
 
     def _append_series(
-        self, firsts: Sequence[float], counts: tuple[int | None, ...], blocks: Mapping[str, int]
+        self,
+        firsts: Sequence[float],
+        gaps: GapStats,
+        counts: tuple[int | None, ...],
+        blocks: Mapping[str, int],
     ) -> None:
-        # The row's values of the column groups (first times, counts, blocks), inside record's lock.
+        # The row's values of the column groups (first times, gaps, counts, blocks), inside record's lock.
         for name, seconds in zip(FIRST_COLUMNS, firsts, strict=True):
             self._firsts[name].append(seconds)
+        largest, at, p50, p99 = gaps
+        self._gaps[0].append(largest)
+        self._gaps[1].append(_MISSING if at < 0 else at)
+        self._gaps[2].append(p50)
+        self._gaps[3].append(p99)
         for name, value in zip(_COUNT_NAMES, counts, strict=True):
             self._counts[name].append(_MISSING if value is None else value)
         for kind, count in blocks.items():
@@ -258,6 +271,7 @@ class UsageLog:
             self._started,
             self._ttfc,
             *self._firsts.values(),
+            *self._gaps,
             self._duration,
             self._chunks,
             self._violations,
@@ -358,6 +372,10 @@ class UsageLog:
                 "firsts": {
                     k: np.frombuffer(v, dtype=np.float64)[start:stop].copy() for k, v in self._firsts.items()
                 },
+                "gaps": [
+                    np.frombuffer(v, dtype=np.float64 if v.typecode == "d" else np.int64)[start:stop].copy()
+                    for v in self._gaps
+                ],
                 "duration": np.frombuffer(self._duration, dtype=np.float64)[start:stop].copy(),
                 "counts": {k: _ints(v, start, stop) for k, v in self._counts.items()},
                 "finish": self._finish.categorical(start, stop),
@@ -592,6 +610,17 @@ def _nullable_float(
     return pd.arrays.FloatingArray(values, mask)
 
 
+def _gap_columns(gaps: list[np.ndarray[Any, Any]]) -> dict[str, Any]:
+    """The gap columns (``GAP_COLUMNS``) from the snapshot's arrays (NaN / the sentinel: ``<NA>``)."""
+    largest, at, p50, p99 = gaps
+    return {
+        "max_gap_s": _nullable_float(largest),
+        "max_gap_at": _nullable_int(at),
+        "p50_gap_s": _nullable_float(p50),
+        "p99_gap_s": _nullable_float(p99),
+    }
+
+
 def _build(snap: dict[str, Any]) -> pd.DataFrame:
     # After this, each count array holds 0 where its mask is set (see _nullable_int).
     counts = {name: _nullable_int(values) for name, values in snap["counts"].items()}
@@ -626,6 +655,7 @@ def _build(snap: dict[str, Any]) -> pd.DataFrame:
         "started_at": started.array,
         "ttfc_s": _nullable_float(ttfc),
         **{name: _nullable_float(values) for name, values in snap["firsts"].items()},
+        **_gap_columns(snap["gaps"]),
         "duration_s": duration,
         **counts,
         "billed_input_tokens": billed,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from chunkscope.protocol.shared import plural
 
-__all__ = ["KIND_COLORS", "plot_usage", "tokens_per_call"]
+__all__ = ["KIND_COLORS", "plot_cadence", "plot_usage", "tokens_per_call"]
 
 KIND_COLORS = {
     "input (uncached)": "#4C8BF5",
@@ -169,6 +169,125 @@ def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
         bottom.set_xticks([])
         bottom.set_yticks([])
         bottom.set_xlabel("start time")
+
+
+_STALL_COLOR = "#D9534F"
+_SPAN_COLOR = "#4C8BF5"
+_TIMEOUT_COLOR = "#2EAD7A"
+_FLOOR_S = 1e-4  # a gap of 0 (chunks of one read) sits here on the log axis
+
+
+def plot_cadence(report: Any, *, title: str | None = None) -> Any:
+    """``Cadence.plot()``: one row per model on a log time axis — the whole range of its gaps (thin),
+    p50 to p99 (thick), the p99.9 (a diamond), each stall (a red x), the suggested timeout (a
+    dashed green mark, labelled). Returns the matplotlib ``Figure`` (closed for pyplot)."""
+    from chunkscope._extras import needs_extra
+
+    with needs_extra("Cadence.plot"):
+        import matplotlib.pyplot as plt
+
+    models = report.models
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * max(len(models), 1)), layout="constrained")
+    fig.patch.set_alpha(0.0)
+    if not len(report.gaps):
+        ax.text(
+            0.5, 0.5, "no timed gap to plot", ha="center", va="center", transform=ax.transAxes, color=_INK
+        )
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        _cadence_rows(ax, report)
+    what = "gap between chunks" if report.basis == "every gap" else "each attempt's largest gap"
+    ax.set_xlabel(f"{what}, seconds (log scale; 0 drawn at {_FLOOR_S:g} s)")
+    ax.set_title(title or "Gaps between chunks, per model")
+    _style(ax)
+    ax.grid(axis="x", color=_INK, alpha=0.25, linewidth=0.6)
+    plt.close(fig)
+    return fig
+
+
+_STRIP_POINTS = 2000  # gaps drawn as dots per model, at most (a fixed-seed sample past it)
+
+
+def _cadence_rows(ax: Any, report: Any) -> None:
+    models = report.models
+    gaps = report.gaps
+    labels = []
+    first = True  # the legend names each mark once, from the first model that has gaps
+    for y, row in enumerate(models.itertuples(index=False)):
+        labels.append(f"{row.provider} / {row.model}")
+        if row.gaps == 0:
+            continue
+        mine = gaps["gap_s"][(gaps["provider"] == row.provider) & (gaps["model"] == row.model)].to_numpy()
+        _strip(ax, mine, y, first)
+        _marks(ax, row, y, first)
+        first = False
+    stalls = report.stalls
+    if len(stalls):
+        rows = {label: y for y, label in enumerate(labels)}
+        ys = [rows[f"{p} / {m}"] for p, m in zip(stalls["provider"], stalls["model"], strict=True)]
+        ax.plot(
+            stalls["gap_s"].to_numpy(dtype=float),
+            ys,
+            "x",
+            color=_STALL_COLOR,
+            markersize=9,
+            markeredgewidth=2,
+            label="stall",
+            linestyle="none",
+        )
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(-0.7, len(labels) - 0.3)
+    legend = ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for text in legend.get_texts():
+        text.set_color(_INK)
+
+
+def _strip(ax: Any, values: Any, y: int, label: bool) -> None:
+    """The model's gaps as faint dots, spread a little up and down so dense runs show as bands."""
+    import numpy as np
+
+    rng = np.random.default_rng(27)
+    if len(values) > _STRIP_POINTS:
+        values = rng.choice(values, _STRIP_POINTS, replace=False)
+    spread = rng.uniform(-0.22, 0.22, len(values))
+    ax.plot(
+        np.maximum(values, _FLOOR_S),
+        y + spread,
+        ".",
+        color=_INK,
+        alpha=0.35,
+        markersize=4,
+        label="a gap" if label else None,
+        linestyle="none",
+    )
+
+
+def _marks(ax: Any, row: Any, y: int, label: bool) -> None:
+    """p50 to p99 (a bar), the p99.9 (a diamond) and the suggested timeout (dashed, labelled)."""
+    span = [max(row.p50_gap_s, _FLOOR_S), max(row.p99_gap_s, _FLOOR_S)]
+    ax.plot(
+        span,
+        [y, y],
+        color=_SPAN_COLOR,
+        linewidth=5,
+        solid_capstyle="round",
+        label="p50 to p99" if label else None,
+    )
+    ax.plot([max(row.p999_gap_s, _FLOOR_S)], [y], "D", color=_SPAN_COLOR, label="p99.9" if label else None)
+    timeout = row.suggested_timeout_s
+    ax.plot(
+        [timeout] * 2,
+        [y - 0.3, y + 0.3],
+        "--",
+        color=_TIMEOUT_COLOR,
+        linewidth=2,
+        label="suggested timeout" if label else None,
+    )
+    ax.annotate(
+        f"{timeout:g} s", (timeout, y + 0.3), color=_TIMEOUT_COLOR, fontsize=8, ha="left", va="bottom"
+    )
 
 
 def _style(ax: Any) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "COLUMNS",
     "COUNT_COLUMNS",
     "FINISH_KINDS",
+    "GAP_COLUMNS",
     "PHASES",
     "USAGE_SOURCES",
     "UsageSchemaError",
@@ -73,6 +74,10 @@ COLUMNS: dict[str, Any] = {
     "first_event_s": "Float64",  # seconds to the wire's first whole event, chunk or not
     "first_content_s": "Float64",  # seconds to the first delta of any kind
     "first_text_s": "Float64",  # seconds to the first text delta
+    "max_gap_s": "Float64",  # the largest gap between two chunks; <NA>: timing unknown or under 2 chunks
+    "max_gap_at": "Int64",  # the chunk that largest gap ended (the timeline's "max gap before chunk n")
+    "p50_gap_s": "Float64",  # the median gap between chunks
+    "p99_gap_s": "Float64",  # the 99th percentile gap between chunks
     "duration_s": "float64",  # seconds from start to the end of the stream
     "input_tokens": "Int64",
     "output_tokens": "Int64",
@@ -102,8 +107,11 @@ COLUMNS: dict[str, Any] = {
 FIRST_COLUMNS = ("first_byte_s", "first_event_s", "first_content_s", "first_text_s")
 """The four points of time to first token (``Timings``; ``docs/usage.md``), in column order."""
 
-ADDED_COLUMNS = ("price_source", "price_effective", *FIRST_COLUMNS)
-"""Columns added after frames were first stored (issues 18 and 19): a stored frame without them
+GAP_COLUMNS = ("max_gap_s", "max_gap_at", "p50_gap_s", "p99_gap_s")
+"""The gaps between an attempt's chunks (``_gaps.gap_stats``), in column order."""
+
+ADDED_COLUMNS = ("price_source", "price_effective", *FIRST_COLUMNS, *GAP_COLUMNS)
+"""Columns added after frames were first stored (issues 18, 19 and 27): a stored frame without them
 is still a usage frame, and ``coerce`` adds them (all ``<NA>``) in their place."""
 
 
