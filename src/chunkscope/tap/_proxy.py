@@ -191,6 +191,7 @@ class _Exchange:
 
     __slots__ = (
         "call",
+        "encoded",
         "ended",
         "forwarded",
         "kept",
@@ -209,7 +210,7 @@ class _Exchange:
 
     call: TapCall
     parser: Parser
-    reads: list[tuple[float, bytes]]
+    reads: list[tuple[float, bytes | bytearray]]
     mask: ByteMask | None
 
     def __init__(self, tap: Tap, started: float, method: bytes, request: bytes) -> None:
@@ -224,6 +225,7 @@ class _Exchange:
         self.ended = False
         self.forwarded = False  # a byte of the response reached the client
         self.retried = False
+        self.encoded = False  # the upstream compressed the body anyway: its reads are not kept
 
     def attach(self, call: TapCall, parser: Parser) -> None:
         """The call, built once the request went out (the upstream works meanwhile)."""
@@ -233,14 +235,26 @@ class _Exchange:
         self.mask = parser.mask if parser.secrets else None  # no credential: nothing to mask, no copy
 
     def headed(self, t: float, response: h11.Response) -> None:
+        for name, value in response.headers:
+            if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                # Asked for identity, sent compressed anyway: a key inside cannot be masked without
+                # inflating it, so none of these bytes is kept or recorded (the parser still reads them).
+                self.encoded = True
+                self.call.withheld_encoding = value.strip().lower().decode("latin-1")
         # Status and headers are filled in on the parser thread: redacting them is not the client's wait.
         self.put((self.parser, "head", t - self.started, response))
 
     def read(self, t: float, body: bytes) -> None:
         """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread."""
         t -= self.started
+        if self.encoded:
+            self.call.reads_dropped += len(body)
+            self.put((self.parser, "read", t, body))
+            return
         mask = self.mask
-        kept = bytes(mask.push(body)) if mask is not None else body
+        # The mask's own bytearray is kept, not a copy: a key split across reads is masked in the
+        # earlier read too, after it was stored (the spill file holds a read back until then).
+        kept = mask.push(body) if mask is not None else body
         self.kept += len(kept)
         if self.kept <= self.share:
             self.reads.append((t, kept))
@@ -819,11 +833,16 @@ class Tap:
     def _upstream_request(self, request: h11.Request, body: bytes) -> bytes:
         """The bytes for the upstream: the request rewritten (Host, the path prefix), its body buffered."""
         # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
-        forwarded = _end_to_end(list(request.headers.raw_items()), "host", "content-length", "expect")
+        # Accept-Encoding is the tap's: it asks for identity, so every body it keeps is plain and a
+        # key echoed inside is masked (a compressed one could only be masked by inflating it).
+        forwarded = _end_to_end(
+            list(request.headers.raw_items()), "host", "content-length", "expect", "accept-encoding"
+        )
         head = [
             b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
             b"Host: %s\r\n" % self._host_header,
             *(b"%s: %s\r\n" % (name, value) for name, value in forwarded),
+            b"Accept-Encoding: identity\r\n",
         ]
         if body or request.method in _BODY_METHODS:
             head.append(b"Content-Length: %d\r\n" % len(body))
@@ -929,14 +948,14 @@ class Tap:
                         f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
                     )
 
-    def _spill(self, parser: Parser, t: float, kept: bytes) -> None:
+    def _spill(self, parser: Parser, t: float, kept: bytes | bytearray) -> None:
         """A read past the call's share: into the call's spill file when it is recorded, else gone."""
         if self.record is None or parser.call.wire is None:
             return
         spills = self._spills
         if parser not in spills:
             try:
-                spills[parser] = Spill(self.record)
+                spills[parser] = Spill(self.record, hold=parser.mask.longest)
             except OSError as exc:
                 spills[parser] = None
                 self._recording_failed(parser.call, exc)
