@@ -10,7 +10,11 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import time
 import zlib
 from collections.abc import Callable
@@ -287,3 +291,100 @@ def test_a_key_in_a_request_body_sent_in_pieces_is_masked(tmp_path: Path) -> Non
         assert call.wait(5)
     assert call.request_body == body.replace(KEY.encode(), b"*" * len(KEY))
     assert_no_key_stored(tap, folder)
+
+
+# --- a gzip bomb -----------------------------------------------------------------------------------
+
+_BOMB = textwrap.dedent(
+    """
+    import asyncio, json, resource, socket, threading, zlib
+    import httpx
+    from chunkscope.adapters import GenerateOptions, OpenAICompatAdapter
+    from chunkscope.protocol import LlmError
+    from chunkscope.tap import Tap
+
+    def bomb(opening):
+        # ~1.5 MB of gzip inflating to 1.5 GiB: one block after a full flush repeats byte for byte.
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        filler = b"a" * (1 << 20)
+        head = packer.compress(opening + filler) + packer.flush(zlib.Z_FULL_FLUSH)
+        block = packer.compress(filler) + packer.flush(zlib.Z_FULL_FLUSH)
+        return head + block * 1500 + packer.compress(b'"}}\\n\\n') + packer.flush()
+
+    KINDS = {
+        "sse": (b"200 OK", b"text/event-stream", bomb(b'data: {"x":"')),
+        "500": (b"500 Internal Server Error", b"application/json", bomb(b'{"error":{"message":"')),
+        "json": (b"200 OK", b"application/json", bomb(b'{"id":"')),
+    }
+
+    def serve(connection, kind):
+        status, media, body = KINDS[kind]
+        with connection:
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 %s\\r\\ncontent-type: %s\\r\\ncontent-encoding: gzip\\r\\n"
+                b"content-length: %d\\r\\nconnection: close\\r\\n\\r\\n" % (status, media, len(body)) + body
+            )
+
+    def upstream(kind):
+        listener = socket.create_server(("127.0.0.1", 0))
+        def accept():
+            while True:
+                connection, _ = listener.accept()
+                threading.Thread(target=serve, args=(connection, kind), daemon=True).start()
+        threading.Thread(target=accept, daemon=True).start()
+        return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    async def adapter_code(url, stream):
+        adapter = OpenAICompatAdapter(url, "sk-bomb-test-key-0123")
+        options = GenerateOptions("x", "m", [{"role": "user", "content": "hi"}])
+        try:
+            async for _ in adapter.stream(options):
+                pass
+        except LlmError as exc:
+            return exc.code
+        return None
+
+    report = {}
+    urls = {kind: upstream(kind) for kind in KINDS}
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for kind, url in urls.items():
+        with Tap(upstream=url) as tap:
+            body = {"model": "m", "stream": kind != "json", "messages": [{"role": "user", "content": "hi"}]}
+            headers = {"authorization": "Bearer sk-bomb-test-key-0123"}
+            url = f"{tap.base_url}/v1/chat/completions"
+            with httpx.stream("POST", url, json=body, headers=headers) as got:
+                forwarded = sum(len(part) for part in got.iter_raw())
+            call = tap.calls[0]
+            call.wait(60)
+            report[kind] = {"tap": call.error_code, "forwarded": forwarded, "sent": len(KINDS[kind][2])}
+    report["growth"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
+    for kind, url in urls.items():
+        report[kind]["adapter"] = asyncio.run(adapter_code(url, kind != "json"))
+    print(json.dumps(report))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_gzip_bomb_through_the_tap_is_forwarded_in_bounded_memory_with_the_adapters_code() -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    result = subprocess.run(
+        [sys.executable, "-c", _BOMB],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src},
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    for kind in ("sse", "500", "json"):
+        assert report[kind]["forwarded"] == report[kind]["sent"] < 2_000_000, report  # the client got it all
+    assert report["sse"]["tap"] == report["sse"]["adapter"] == "MALFORMED_RESPONSE", report
+    assert report["500"]["tap"] == report["500"]["adapter"] == "SERVER", report
+    # A whole JSON answer: the adapters (which ask for a stream) and the tap both call it malformed.
+    assert report["json"]["tap"] == report["json"]["adapter"] == "MALFORMED_RESPONSE", report
+    assert report["growth"] < 200 << 20, report  # peak RSS growth of the tap's process (1.5 GiB inflated)
