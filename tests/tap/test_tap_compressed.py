@@ -388,3 +388,70 @@ def test_a_gzip_bomb_through_the_tap_is_forwarded_in_bounded_memory_with_the_ada
     # A whole JSON answer: the adapters (which ask for a stream) and the tap both call it malformed.
     assert report["json"]["tap"] == report["json"]["adapter"] == "MALFORMED_RESPONSE", report
     assert report["growth"] < 200 << 20, report  # peak RSS growth of the tap's process (1.5 GiB inflated)
+
+
+# --- the parser's backlog --------------------------------------------------------------------------
+
+_BACKLOG = textwrap.dedent(
+    """
+    import json, resource, socket, sys, threading, time
+    import httpx
+    from chunkscope.tap import Tap, _call
+
+    backlog = int(sys.argv[1])
+    ping = b": " + b"p" * 65532 + b"\\n\\n"  # 64 KiB SSE comments
+    count = 1600  # 100 MiB, sent as fast as the tap reads it
+    read = _call.Parser.read
+
+    def slow_read(self, t, data):  # a parser far slower than the wire: ~30 MiB/s
+        time.sleep(len(data) / (30 << 20))
+        return read(self, t, data)
+
+    _call.Parser.read = slow_read
+
+    def serve(connection):
+        with connection:
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 200 OK\\r\\ncontent-type: text/event-stream\\r\\ncontent-length: %d\\r\\n\\r\\n"
+                % (count * len(ping))
+            )
+            for _ in range(count):
+                connection.sendall(ping)
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=lambda: serve(listener.accept()[0]), daemon=True).start()
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with Tap(upstream=f"http://127.0.0.1:{listener.getsockname()[1]}", keep_bytes=1 << 20,
+             max_parse_backlog=backlog) as tap:
+        body = {"model": "m", "stream": True, "messages": []}
+        with httpx.stream("POST", f"{tap.base_url}/v1/chat/completions", json=body) as got:
+            received = sum(len(part) for part in got.iter_raw())
+        call = tap.calls[0]
+        call.wait(60)
+        growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
+        print(json.dumps({"received": received, "sent": count * len(ping), "growth": growth,
+                          "code": call.error_code}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_parser_behind_a_fast_upstream_holds_the_upstream_not_the_bytes() -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    result = subprocess.run(
+        [sys.executable, "-c", _BACKLOG, str(4 << 20)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["received"] == report["sent"] == 100 << 20  # the client gets every byte
+    # The stream never ends its SSE (no [DONE]): the adapters' code for it; nothing else failed.
+    assert report["code"] == "STREAM_CLOSED", report
+    assert report["growth"] < 48 << 20, report  # 100 MiB forwarded, 4 MiB of it waiting at most

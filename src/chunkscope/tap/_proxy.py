@@ -62,6 +62,7 @@ import ssl
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
@@ -99,6 +100,9 @@ DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds a request's body may take to arrive after its head (8 MiB in 60 s is 140 KB/s)."""
 DEFAULT_KEEP_BYTES = 64 << 20
 """Bytes of request bodies and response reads the calls in ``Tap.calls`` keep in memory (64 MiB)."""
+DEFAULT_MAX_PARSE_BACKLOG = 16 << 20
+"""Response bytes forwarded but not yet parsed (16 MiB): past it the upstreams are read no faster than
+the parser thread keeps up, so a parser behind a fast upstream never piles up memory."""
 
 _log = logging.getLogger("chunkscope.tap")
 _FILES_RESERVED = 64  # descriptors kept for the rest of the process: the listener, recordings, imports
@@ -123,6 +127,8 @@ _STOP_TIMEOUT = 10.0
 _CONNECT_TIMEOUT = 30.0  # as the httpx client's was; a stalled upstream *body* is the client's to time out
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _BODY_METHODS = frozenset({b"POST", b"PUT", b"PATCH"})  # those that say Content-Length: 0 when empty
+_BYTES_KINDS: dict[str, Callable[[Any], int]] = {"read": len, "spill": lambda value: len(value[0])}
+"""The parser queue's items that carry response bytes, and their size (the backlog counts them)."""
 _HEAD_END = re.compile(rb"\r?\n\r?\n")  # the blank line after a request head (h11 tolerates a bare LF)
 
 
@@ -206,6 +212,7 @@ class _Exchange:
         "share",
         "started",
         "tap",
+        "upstream",
     )
 
     call: TapCall
@@ -226,6 +233,7 @@ class _Exchange:
         self.forwarded = False  # a byte of the response reached the client
         self.retried = False
         self.encoded = False  # the upstream compressed the body anyway: its reads are not kept
+        self.upstream: _Upstream | None = None  # the connection it went out on
 
     def attach(self, call: TapCall, parser: Parser) -> None:
         """The call, built once the request went out (the upstream works meanwhile)."""
@@ -245,8 +253,13 @@ class _Exchange:
         self.put((self.parser, "head", t - self.started, response))
 
     def read(self, t: float, body: bytes) -> None:
-        """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread."""
+        """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread
+        (past its backlog, the upstream is not read until the parser catches up)."""
         t -= self.started
+        tap = self.tap
+        tap._queued_in += len(body)
+        if tap._queued_in - tap._queued_out > tap.max_parse_backlog and self.upstream is not None:
+            tap._behind(self.upstream)
         if self.encoded:
             self.call.reads_dropped += len(body)
             self.put((self.parser, "read", t, body))
@@ -302,6 +315,7 @@ class _Upstream(asyncio.Protocol):
     def send(self, exchange: _Exchange) -> None:
         assert self.transport is not None
         self.exchange = exchange
+        exchange.upstream = self
         self.transport.write(exchange.request)
         self.head = Head(exchange.method)  # after the write: made while the upstream works
         self.body = None
@@ -483,7 +497,7 @@ class _Client(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.writing_paused = False
         upstream = self.upstream
-        if upstream is not None and upstream.transport is not None:
+        if upstream is not None and upstream.transport is not None and upstream not in self.tap._held:
             upstream.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -724,7 +738,9 @@ class Tap:
     seconds for a whole head to arrive (408, or an idle connection closed),
     ``body_timeout`` — seconds for its body to follow (408),
     ``max_connections`` — client connections at once (503 beyond; by default
-    what the file limit allows), ``max_request_bytes`` — a request body (413).
+    what the file limit allows), ``max_request_bytes`` — a request body (413),
+    ``max_parse_backlog`` — response bytes forwarded but not parsed yet (past it the
+    upstreams are not read until the parser thread is half-way caught up).
     ``profile``: the rule profile every call's chunks are checked under (``"strict"``, …).
     """
 
@@ -746,10 +762,11 @@ class Tap:
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_connections: int | None = None,
+        max_parse_backlog: int = DEFAULT_MAX_PARSE_BACKLOG,
     ) -> None:
         url = _checked(upstream, port, max_request_bytes, keep_calls)
-        if min(keep_bytes, max_head_bytes) < 1:
-            raise ValueError("keep_bytes and max_head_bytes must be positive")
+        if min(keep_bytes, max_head_bytes, max_parse_backlog) < 1:
+            raise ValueError("keep_bytes, max_head_bytes and max_parse_backlog must be positive")
         if not (head_timeout > 0 and body_timeout > 0):
             raise ValueError(f"head_timeout and body_timeout must be positive seconds, not {head_timeout!r}")
         if max_connections is not None and max_connections < 1:
@@ -790,6 +807,12 @@ class Tap:
         self._record_failed = False
         self._accept_failed_at: float | None = None
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
+        self.max_parse_backlog = max_parse_backlog
+        # Response bytes put on the queue (the loop's thread counts) and parsed (the parser's): each
+        # counter has one writer, so no lock; their difference is the backlog.
+        self._queued_in = 0
+        self._queued_out = 0
+        self._held: set[_Upstream] = set()  # upstreams not read until the parser catches up
         self._parser_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -947,6 +970,35 @@ class Tap:
                     parser.failure = LlmError(
                         f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
                     )
+            if kind in _BYTES_KINDS:
+                self._parsed(_BYTES_KINDS[kind](value))  # counted however the parse went
+
+    def _parsed(self, size: int) -> None:
+        """``size`` bytes parsed (the parser's thread): the upstreams held for it read again at half
+        the backlog (counted before ``_held`` is looked at; ``_behind`` does the opposite)."""
+        self._queued_out += size
+        if self._held and self._queued_in - self._queued_out <= self.max_parse_backlog // 2:
+            loop = self._loop
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nothing to resume
+                    loop.call_soon_threadsafe(self._release)
+
+    def _behind(self, upstream: _Upstream) -> None:
+        """The parser is past its backlog: ``upstream`` waits until it catches up (the loop's thread)."""
+        if upstream.transport is not None and upstream not in self._held:
+            self._held.add(upstream)
+            upstream.transport.pause_reading()
+            # Added before the backlog is looked at: a parser that caught up meanwhile saw it, or is seen.
+            self._release()
+
+    def _release(self) -> None:
+        """The parser caught up: the upstreams held for it read again (unless their client is slow)."""
+        if self._queued_in - self._queued_out > self.max_parse_backlog // 2:
+            return  # behind again meanwhile
+        held, self._held = self._held, set()
+        for upstream in held:
+            if upstream.transport is not None and not upstream.client.writing_paused:
+                upstream.transport.resume_reading()
 
     def _spill(self, parser: Parser, t: float, kept: bytes | bytearray) -> None:
         """A read past the call's share: into the call's spill file when it is recorded, else gone."""
