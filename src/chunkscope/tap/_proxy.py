@@ -557,6 +557,7 @@ class _Client(asyncio.Protocol):
             while True:
                 event = conn.next_event()
                 if event is h11.NEED_DATA or event is h11.PAUSED:
+                    self._body_due()
                     return
                 if isinstance(event, h11.Request):
                     if not self._head(event):
@@ -583,8 +584,7 @@ class _Client(asyncio.Protocol):
         self.started_at = time.time()
         if self.timer is not None:
             self.timer.cancel()
-        # The body gets its own deadline: a trickled body must not hold a connection either.
-        self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
+            self.timer = None
         refusal = _refusal(request, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
@@ -598,6 +598,12 @@ class _Client(asyncio.Protocol):
                 or b""
             )
         return True
+
+    def _body_due(self) -> None:
+        """A head came and its body is still awaited: it gets its own deadline (a trickled body must
+        not hold a connection either). Set only then: a body in the head's read needs no timer."""
+        if self.request is not None and self.timer is None and not self.refused:
+            self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
 
     def _forward(self) -> None:
         request = self.request
