@@ -25,7 +25,7 @@ import pytest
 from _tap_helpers import AUTH, KEY, stream_body
 from test_tap_hostile import every_byte_stored, raw_upstream, read_request, recorded_reads
 
-from chunkscope.tap import Tap
+from chunkscope.tap import Tap, TapReplay
 
 CHAT = "/v1/chat/completions"
 
@@ -185,6 +185,9 @@ def test_a_body_compressed_anyway_is_parsed_and_none_of_it_is_stored(
     assert call.recording is not None
     header = json.loads(Path(call.recording).read_text().splitlines()[0])
     assert header["tap"]["withheld_encoding"] == call.withheld_encoding
+    [replayed] = TapReplay(folder).calls  # replayed from its chunks and error, with no reads
+    assert replayed.error_code == call.error_code and replayed.raw == b""
+    assert [c.to_dict() for c in replayed.chunks] == [c.to_dict() for c in call.chunks]
     if body_kind == "401":
         assert call.error_code == "AUTH"
     elif encoding in ("br", "zstd"):
