@@ -73,8 +73,9 @@ def test_a_non_streaming_call_passes_through_with_its_usage(provider: cs.LocalPr
     assert tap.usage.to_frame().iloc[0]["output_tokens"] == wire_usage["completion_tokens"]
 
 
-def test_gzip_passes_through_compressed_and_is_still_parsed(tap: Tap) -> None:
-    # httpx asks for gzip by default; whatever the upstream chose reaches the client unchanged.
+def test_a_client_asking_for_gzip_gets_the_plain_body_the_tap_asked_for(tap: Tap) -> None:
+    # httpx asks for gzip by default; the tap asks the upstream for identity (so it can mask a key
+    # echoed in the body) and whatever the upstream chose reaches the client unchanged.
     with httpx.stream(
         "POST",
         f"{tap.base_url}/v1/chat/completions",
@@ -86,6 +87,7 @@ def test_gzip_passes_through_compressed_and_is_still_parsed(tap: Tap) -> None:
     assert call.raw == raw
     kept = [name for name, _ in call.response_headers]
     assert ("content-encoding" in response.headers) == ("content-encoding" in kept)
+    assert "content-encoding" not in response.headers and call.withheld_encoding is None
     assert call.result is not None and call.result.text
 
 

@@ -76,7 +76,7 @@ class TapCall:
     started_at: float
     status: int | None = None
     response_headers: list[tuple[str, str]] = field(default_factory=list)
-    reads: list[tuple[float, bytes]] = field(default_factory=list)
+    reads: list[tuple[float, bytes | bytearray]] = field(default_factory=list)
     timings: TapTimings = field(default_factory=TapTimings)
     streaming: bool = False
     result: StreamResult | None = None
@@ -85,7 +85,12 @@ class TapCall:
     recording_error: str | None = None
     """Why the call could not be recorded (a failed write); the call's result stands."""
     reads_dropped: int = 0
-    """Response bytes not kept in ``reads`` (past the call's share of ``Tap(keep_bytes=)``); recorded."""
+    """Response bytes not kept in ``reads`` (past the call's share of ``Tap(keep_bytes=)``, recorded;
+    or a compressed body, not recorded: ``withheld_encoding``)."""
+    withheld_encoding: str | None = None
+    """The content encoding of a body the upstream compressed though the tap asked for identity:
+    its reads are neither kept nor recorded (a key inside could not be masked without inflating
+    them); it is parsed as usual, its chunks and result kept and recorded."""
     clock_start: float = 0.0
     """The request's start on the tap's clock (``now()``), so a follower can tell live time."""
     forward_failure: LlmError | None = None

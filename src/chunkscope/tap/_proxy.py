@@ -62,6 +62,7 @@ import ssl
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
@@ -99,6 +100,9 @@ DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds a request's body may take to arrive after its head (8 MiB in 60 s is 140 KB/s)."""
 DEFAULT_KEEP_BYTES = 64 << 20
 """Bytes of request bodies and response reads the calls in ``Tap.calls`` keep in memory (64 MiB)."""
+DEFAULT_MAX_PARSE_BACKLOG = 16 << 20
+"""Response bytes forwarded but not yet parsed (16 MiB): past it the upstreams are read no faster than
+the parser thread keeps up, so a parser behind a fast upstream never piles up memory."""
 
 _log = logging.getLogger("chunkscope.tap")
 _FILES_RESERVED = 64  # descriptors kept for the rest of the process: the listener, recordings, imports
@@ -123,6 +127,8 @@ _STOP_TIMEOUT = 10.0
 _CONNECT_TIMEOUT = 30.0  # as the httpx client's was; a stalled upstream *body* is the client's to time out
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _BODY_METHODS = frozenset({b"POST", b"PUT", b"PATCH"})  # those that say Content-Length: 0 when empty
+_BYTES_KINDS: dict[str, Callable[[Any], int]] = {"read": len, "spill": lambda value: len(value[0])}
+"""The parser queue's items that carry response bytes, and their size (the backlog counts them)."""
 _HEAD_END = re.compile(rb"\r?\n\r?\n")  # the blank line after a request head (h11 tolerates a bare LF)
 
 
@@ -191,6 +197,7 @@ class _Exchange:
 
     __slots__ = (
         "call",
+        "encoded",
         "ended",
         "forwarded",
         "kept",
@@ -205,11 +212,12 @@ class _Exchange:
         "share",
         "started",
         "tap",
+        "upstream",
     )
 
     call: TapCall
     parser: Parser
-    reads: list[tuple[float, bytes]]
+    reads: list[tuple[float, bytes | bytearray]]
     mask: ByteMask | None
 
     def __init__(self, tap: Tap, started: float, method: bytes, request: bytes) -> None:
@@ -224,6 +232,8 @@ class _Exchange:
         self.ended = False
         self.forwarded = False  # a byte of the response reached the client
         self.retried = False
+        self.encoded = False  # the upstream compressed the body anyway: its reads are not kept
+        self.upstream: _Upstream | None = None  # the connection it went out on
 
     def attach(self, call: TapCall, parser: Parser) -> None:
         """The call, built once the request went out (the upstream works meanwhile)."""
@@ -233,14 +243,31 @@ class _Exchange:
         self.mask = parser.mask if parser.secrets else None  # no credential: nothing to mask, no copy
 
     def headed(self, t: float, response: h11.Response) -> None:
+        for name, value in response.headers:
+            if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                # Asked for identity, sent compressed anyway: a key inside cannot be masked without
+                # inflating it, so none of these bytes is kept or recorded (the parser still reads them).
+                self.encoded = True
+                self.call.withheld_encoding = value.strip().lower().decode("latin-1")
         # Status and headers are filled in on the parser thread: redacting them is not the client's wait.
         self.put((self.parser, "head", t - self.started, response))
 
     def read(self, t: float, body: bytes) -> None:
-        """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread."""
+        """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread
+        (past its backlog, the upstream is not read until the parser catches up)."""
         t -= self.started
+        tap = self.tap
+        tap._queued_in += len(body)
+        if tap._queued_in - tap._queued_out > tap.max_parse_backlog and self.upstream is not None:
+            tap._behind(self.upstream)
+        if self.encoded:
+            self.call.reads_dropped += len(body)
+            self.put((self.parser, "read", t, body))
+            return
         mask = self.mask
-        kept = bytes(mask.push(body)) if mask is not None else body
+        # The mask's own bytearray is kept, not a copy: a key split across reads is masked in the
+        # earlier read too, after it was stored (the spill file holds a read back until then).
+        kept = mask.push(body) if mask is not None else body
         self.kept += len(kept)
         if self.kept <= self.share:
             self.reads.append((t, kept))
@@ -288,6 +315,7 @@ class _Upstream(asyncio.Protocol):
     def send(self, exchange: _Exchange) -> None:
         assert self.transport is not None
         self.exchange = exchange
+        exchange.upstream = self
         self.transport.write(exchange.request)
         self.head = Head(exchange.method)  # after the write: made while the upstream works
         self.body = None
@@ -469,7 +497,7 @@ class _Client(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.writing_paused = False
         upstream = self.upstream
-        if upstream is not None and upstream.transport is not None:
+        if upstream is not None and upstream.transport is not None and upstream not in self.tap._held:
             upstream.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -529,6 +557,7 @@ class _Client(asyncio.Protocol):
             while True:
                 event = conn.next_event()
                 if event is h11.NEED_DATA or event is h11.PAUSED:
+                    self._body_due()
                     return
                 if isinstance(event, h11.Request):
                     if not self._head(event):
@@ -555,8 +584,7 @@ class _Client(asyncio.Protocol):
         self.started_at = time.time()
         if self.timer is not None:
             self.timer.cancel()
-        # The body gets its own deadline: a trickled body must not hold a connection either.
-        self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
+            self.timer = None
         refusal = _refusal(request, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
@@ -570,6 +598,12 @@ class _Client(asyncio.Protocol):
                 or b""
             )
         return True
+
+    def _body_due(self) -> None:
+        """A head came and its body is still awaited: it gets its own deadline (a trickled body must
+        not hold a connection either). Set only then: a body in the head's read needs no timer."""
+        if self.request is not None and self.timer is None and not self.refused:
+            self.timer = asyncio.get_running_loop().call_later(self.tap.body_timeout, self._body_late)
 
     def _forward(self) -> None:
         request = self.request
@@ -710,7 +744,9 @@ class Tap:
     seconds for a whole head to arrive (408, or an idle connection closed),
     ``body_timeout`` — seconds for its body to follow (408),
     ``max_connections`` — client connections at once (503 beyond; by default
-    what the file limit allows), ``max_request_bytes`` — a request body (413).
+    what the file limit allows), ``max_request_bytes`` — a request body (413),
+    ``max_parse_backlog`` — response bytes forwarded but not parsed yet (past it the
+    upstreams are not read until the parser thread is half-way caught up).
     ``profile``: the rule profile every call's chunks are checked under (``"strict"``, …).
     """
 
@@ -732,10 +768,11 @@ class Tap:
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_connections: int | None = None,
+        max_parse_backlog: int = DEFAULT_MAX_PARSE_BACKLOG,
     ) -> None:
         url = _checked(upstream, port, max_request_bytes, keep_calls)
-        if min(keep_bytes, max_head_bytes) < 1:
-            raise ValueError("keep_bytes and max_head_bytes must be positive")
+        if min(keep_bytes, max_head_bytes, max_parse_backlog) < 1:
+            raise ValueError("keep_bytes, max_head_bytes and max_parse_backlog must be positive")
         if not (head_timeout > 0 and body_timeout > 0):
             raise ValueError(f"head_timeout and body_timeout must be positive seconds, not {head_timeout!r}")
         if max_connections is not None and max_connections < 1:
@@ -776,6 +813,12 @@ class Tap:
         self._record_failed = False
         self._accept_failed_at: float | None = None
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
+        self.max_parse_backlog = max_parse_backlog
+        # Response bytes put on the queue (the loop's thread counts) and parsed (the parser's): each
+        # counter has one writer, so no lock; their difference is the backlog.
+        self._queued_in = 0
+        self._queued_out = 0
+        self._held: set[_Upstream] = set()  # upstreams not read until the parser catches up
         self._parser_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -819,11 +862,16 @@ class Tap:
     def _upstream_request(self, request: h11.Request, body: bytes) -> bytes:
         """The bytes for the upstream: the request rewritten (Host, the path prefix), its body buffered."""
         # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
-        forwarded = _end_to_end(list(request.headers.raw_items()), "host", "content-length", "expect")
+        # Accept-Encoding is the tap's: it asks for identity, so every body it keeps is plain and a
+        # key echoed inside is masked (a compressed one could only be masked by inflating it).
+        forwarded = _end_to_end(
+            list(request.headers.raw_items()), "host", "content-length", "expect", "accept-encoding"
+        )
         head = [
             b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
             b"Host: %s\r\n" % self._host_header,
             *(b"%s: %s\r\n" % (name, value) for name, value in forwarded),
+            b"Accept-Encoding: identity\r\n",
         ]
         if body or request.method in _BODY_METHODS:
             head.append(b"Content-Length: %d\r\n" % len(body))
@@ -928,15 +976,44 @@ class Tap:
                     parser.failure = LlmError(
                         f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
                     )
+            if kind in _BYTES_KINDS:
+                self._parsed(_BYTES_KINDS[kind](value))  # counted however the parse went
 
-    def _spill(self, parser: Parser, t: float, kept: bytes) -> None:
+    def _parsed(self, size: int) -> None:
+        """``size`` bytes parsed (the parser's thread): the upstreams held for it read again at half
+        the backlog (counted before ``_held`` is looked at; ``_behind`` does the opposite)."""
+        self._queued_out += size
+        if self._held and self._queued_in - self._queued_out <= self.max_parse_backlog // 2:
+            loop = self._loop
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nothing to resume
+                    loop.call_soon_threadsafe(self._release)
+
+    def _behind(self, upstream: _Upstream) -> None:
+        """The parser is past its backlog: ``upstream`` waits until it catches up (the loop's thread)."""
+        if upstream.transport is not None and upstream not in self._held:
+            self._held.add(upstream)
+            upstream.transport.pause_reading()
+            # Added before the backlog is looked at: a parser that caught up meanwhile saw it, or is seen.
+            self._release()
+
+    def _release(self) -> None:
+        """The parser caught up: the upstreams held for it read again (unless their client is slow)."""
+        if self._queued_in - self._queued_out > self.max_parse_backlog // 2:
+            return  # behind again meanwhile
+        held, self._held = self._held, set()
+        for upstream in held:
+            if upstream.transport is not None and not upstream.client.writing_paused:
+                upstream.transport.resume_reading()
+
+    def _spill(self, parser: Parser, t: float, kept: bytes | bytearray) -> None:
         """A read past the call's share: into the call's spill file when it is recorded, else gone."""
         if self.record is None or parser.call.wire is None:
             return
         spills = self._spills
         if parser not in spills:
             try:
-                spills[parser] = Spill(self.record)
+                spills[parser] = Spill(self.record, hold=parser.mask.longest)
             except OSError as exc:
                 spills[parser] = None
                 self._recording_failed(parser.call, exc)

@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import stat
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -92,19 +93,34 @@ class Spill:
     copies them into the call's recording after the reads kept in memory.
     """
 
-    __slots__ = ("_file", "path", "reads")
+    __slots__ = ("_file", "_held", "_held_bytes", "hold", "path", "reads")
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, hold: int = 0) -> None:
         fd, self.path = _create(folder, ".reads.part")
         self._file = os.fdopen(fd, "wb")
         self.reads = 0
+        self.hold = hold
+        # reads a later one may still mask the tail of (a key split across them)
+        self._held: deque[tuple[float, bytes | bytearray]] = deque()
+        self._held_bytes = 0
 
-    def add(self, t: float, data: bytes) -> None:
-        self._file.write(read_line(t, data))
+    def add(self, t: float, data: bytes | bytearray) -> None:
+        """Append a read; it reaches the file once ``hold`` bytes followed it (``ByteMask`` masks a
+        key split across reads in the earlier read's bytes in place, until then)."""
+        held = self._held
+        held.append((t, data))
+        self._held_bytes += len(data)
         self.reads += 1
+        while len(held) > 1 and self._held_bytes - len(held[0][1]) >= self.hold:
+            first_t, first = held.popleft()
+            self._held_bytes -= len(first)
+            self._file.write(read_line(first_t, bytes(first)))
 
     def lines(self) -> Iterator[bytes]:
         """The spilled lines in order (the file is closed first)."""
+        while self._held:
+            t, data = self._held.popleft()
+            self._file.write(read_line(t, bytes(data)))
         self._file.close()
         with open(self.path, "rb") as spilled:
             yield from spilled
@@ -161,6 +177,8 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
         "timings": asdict(call.timings),
         "forward_failure": None if call.forward_failure is None else call.forward_failure.failure.to_dict(),
     }
+    if call.withheld_encoding is not None:  # a compressed body: its reads are not here, its chunks are
+        tap["withheld_encoding"] = call.withheld_encoding
     header = recording_header(
         provider=call.wire,
         model=call.model,
@@ -175,7 +193,7 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(recording_line(header))
-            file.writelines(read_line(t, data) for t, data in list(call.reads))
+            file.writelines(read_line(t, bytes(data)) for t, data in list(call.reads))
             if spill is not None:
                 file.writelines(spill.lines())
             for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):

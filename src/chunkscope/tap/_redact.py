@@ -119,6 +119,11 @@ class ByteMask:
         self._keep = max((len(s) for s in self._secrets), default=0)
         self._reads: list[bytearray] = []  # the latest reads covering the last ``_keep`` bytes
 
+    @property
+    def longest(self) -> int:
+        """The longest secret's length in bytes: a read followed by this many is masked for good."""
+        return self._keep
+
     def push(self, data: bytes) -> bytearray:
         read = bytearray(data)
         if not self._secrets:

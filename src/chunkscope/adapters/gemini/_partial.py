@@ -30,16 +30,16 @@ MAX_PATH_DEPTH = 64
 
 Segment = str | int
 
-_SEGMENT = re.compile(
-    r"\.([^.\[\]]+)"  # .name
-    r"|\[([0-9]{1,9})\]"  # [0]
-    r"|\['((?:[^'\\]|\\.)*)'\]"  # ['name']
-    r'|\["((?:[^"\\]|\\.)*)"\]'  # ["name"]
-)
+_NAME_END = re.compile(r"[.\[\]]")  # where a ``.name`` segment stops (a one-character class: linear)
+_QUOTED_END = {"'": re.compile(r"[\\']"), '"': re.compile(r'[\\"]')}  # a quote or an escape
+_MAX_INDEX_DIGITS = 9
 
 
 def parse_json_path(path: str) -> tuple[Segment, ...]:
     """The segments of an RFC 9535 normalized path (``$.a.b[0]``, ``$['a b']``).
+
+    One pass over the path, each character looked at a bounded number of times (no backtracking
+    pattern): linear time, and memory of the order of the path itself, whatever it holds.
 
     Raises:
         ValueError: not a path of names and indexes below ``$``, or deeper than ``MAX_PATH_DEPTH``.
@@ -49,24 +49,55 @@ def parse_json_path(path: str) -> tuple[Segment, ...]:
     segments: list[Segment] = []
     position = 1
     while position < len(path):
-        match = _SEGMENT.match(path, position)
-        if match is None:
-            raise ValueError(f"jsonPath {path[:80]!r} is not a path of names and indexes")
-        name, index, single, double = match.groups()
-        if index is not None:
-            segments.append(int(index))
-        elif name is not None:
-            segments.append(name)
-        elif single is not None:
-            segments.append(_unquote(single.replace("\\'", "'").replace('"', '\\"')))
-        else:
-            segments.append(_unquote(double))
+        segment, position = _segment(path, position)
+        segments.append(segment)
         if len(segments) > MAX_PATH_DEPTH:
             raise ValueError(f"jsonPath is deeper than {MAX_PATH_DEPTH} levels")
-        position = match.end()
     if not segments:
         raise ValueError("jsonPath $ names the arguments object itself, not a member of it")
     return tuple(segments)
+
+
+def _segment(path: str, position: int) -> tuple[Segment, int]:
+    """The segment at ``position`` (``.name``, ``[0]``, ``['name']``, ``["name"]``) and where it ends."""
+    opener = path[position]
+    found: tuple[Segment, int] | None = None
+    if opener == ".":
+        name_end = _NAME_END.search(path, position + 1)
+        stop = name_end.start() if name_end is not None else len(path)
+        if stop > position + 1:
+            found = path[position + 1 : stop], stop
+    elif opener == "[":
+        found = _bracketed(path, position + 1)
+    if found is None:
+        raise ValueError(f"jsonPath {path[:80]!r} is not a path of names and indexes")
+    return found
+
+
+def _bracketed(path: str, position: int) -> tuple[Segment, int] | None:
+    """The ``[0]``, ``['name']`` or ``["name"]`` segment whose text starts at ``position``, and its end."""
+    quote = path[position : position + 1]
+    if quote in ("'", '"'):
+        stop = _closing_quote(path, position + 1, quote)
+        if stop is None or path[stop + 1 : stop + 2] != "]":
+            return None
+        text = path[position + 1 : stop]
+        if quote == "'":
+            text = text.replace("\\'", "'").replace('"', '\\"')
+        return _unquote(text), stop + 2
+    stop = path.find("]", position, position + 1 + _MAX_INDEX_DIGITS)
+    digits = path[position:stop] if stop != -1 else ""
+    return (int(digits), stop + 1) if digits.isascii() and digits.isdigit() else None
+
+
+def _closing_quote(path: str, position: int, quote: str) -> int | None:
+    """Where the quoted name starting at ``position`` ends (its unescaped ``quote``), None: never."""
+    end = _QUOTED_END[quote]
+    while (found := end.search(path, position)) is not None:
+        if found.group() == quote:
+            return found.start()
+        position = found.start() + 2  # an escape: the character after it is the name's
+    return None
 
 
 def _unquote(text: str) -> str:
@@ -90,7 +121,11 @@ class _Level:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """A value's JSON text; a number JSON cannot hold (``1e999`` read as infinity, NaN) is refused."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"partialArgs value {value!r} is not a finite number, so not JSON") from None
 
 
 class ArgumentText:

@@ -410,7 +410,9 @@ class GeminiTranslator:
         args = call.get("args")
         if args is not None and type(args) is not dict:
             raise TypeError(f"functionCall.args is {type_phrase(args)}, not an object")
-        self._writer.tool_call(fragment=json.dumps(args, ensure_ascii=False) if args else "{}")
+        # allow_nan=False: 1e999 reads as infinity, which JSON cannot hold (MALFORMED_RESPONSE)
+        text = json.dumps(args, ensure_ascii=False, allow_nan=False) if args else "{}"
+        self._writer.tool_call(fragment=text)
 
     def _open_call(self, name: str | None, call_id: str | None) -> None:
         writer = self._writer
