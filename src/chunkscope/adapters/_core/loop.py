@@ -224,17 +224,9 @@ class EventStreamAdapter(LlmAdapter):
         call = self._start(options)
         guard, secrets, signal = call.guard, call.secrets, call.signal
         reader = call.reader
-        rid: str | None = None
         try:
             try:
-                if signal is not None and signal.aborted:
-                    guard.check()
-                sent = call.client.send(call.request, stream=True, follow_redirects=False)
-                response = await guard.run(sent)
-                guard.response = response
-                rid = request_id(response.headers, secrets)
-                reader.translator.request_id = rid
-                raw_reads = await self._accept(guard, response, reader)
+                raw_reads = await self._open(call)
                 each = reader.each
                 marks = current_marks()  # the timer's marks, until the first event is marked
                 while True:
@@ -260,19 +252,17 @@ class EventStreamAdapter(LlmAdapter):
                             # guard.check(), inlined: this runs once per chunk
                             if guard.cause is not None or (signal is not None and signal.aborted):
                                 guard.check()
-                    if reader.error is not None:
-                        raise reader.error
+                    _raise_failure(reader)
                     if reader.done:
                         guard.drain()  # the final chunks wait in reader.final for the release
                 if not reader.done:
                     for chunk in reader.end():
                         yield chunk
                         guard.check()
-                    if reader.error is not None:
-                        raise reader.error
+                    _raise_failure(reader)
                 await guard.close()
             except (LlmError, ValueError, *_TRANSPORT_ERRORS) as exc:
-                salvage, error, cause = _failure(exc, guard, reader, self._label, secrets, rid)
+                salvage, error, cause = _failure(exc, guard, reader, self._label, secrets, call.rid)
                 for chunk in salvage:
                     yield chunk
                 raise error from cause
@@ -281,6 +271,18 @@ class EventStreamAdapter(LlmAdapter):
         self.finished(reader.translator)
         for chunk in reader.final:
             yield chunk
+
+    async def _open(self, call: _Call) -> AsyncIterator[bytes]:
+        """Send ``call``'s request; the body's raw reads once the answer is a 2xx stream of the
+        wire (else the mapped ``LlmError``). The answer's request id goes on ``call``."""
+        guard = call.guard
+        if call.signal is not None and call.signal.aborted:
+            guard.check()
+        sent = call.client.send(call.request, stream=True, follow_redirects=False)
+        response = await guard.run(sent)
+        guard.response = response
+        call.rid = call.reader.translator.request_id = request_id(response.headers, call.secrets)
+        return await self._accept(guard, response, call.reader)
 
     def _start(self, options: GenerateOptions) -> _Call:
         """Everything a call needs before I/O: checked options, the key, the request, its guard."""
@@ -386,6 +388,13 @@ class _Call:
     reader: WireReader
     secrets: tuple[str, ...]
     signal: AbortSignal | None
+    rid: str | None = None  # the answer's request id, once its head arrived
+
+
+def _raise_failure(reader: WireReader) -> None:
+    """Raise the reader's error, if the stream failed (after its salvage was yielded)."""
+    if reader.error is not None:
+        raise reader.error
 
 
 def _failure(
