@@ -8,10 +8,9 @@ imports nothing of the adapters it judges — and the command line at start-up r
 rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
-Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
-under ``provider/wires/``, one row here and its adapter and request reader
-(``request.sent_options``) in ``adapters/wires.py``. A translator writes its chunks through
-``adapters/_blocks.BlockWriter``.
+Adding a wire: docs/architecture.md, "Where a new wire goes" (one row here, one folder under
+``adapters/``, one module under ``provider/wires/``, their rows, docs and tests). An adapter
+reads its provider name, key variables, request path and media type from its row here.
 """
 
 from __future__ import annotations
