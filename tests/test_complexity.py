@@ -1,7 +1,8 @@
 """The complexity bar: blocks of ``src/chunkscope`` at radon grade C or worse may not grow, none at E or F.
 
-The goal is at most 30; the one wire reader's merge left 44 (its translators' and decoders' per-event
-paths at D), so the bar is a ratchet at today's count: lower it as blocks are split, never raise it.
+The bar is 30 (the goal the one wire reader's merge left at 44 was reached by splitting cold
+blocks, the decoders' feed and the adapter loop's stream); lower it as blocks are split, never
+raise it.
 
 A block is what ``radon cc -n C src`` lists: a function, a method or a class (closures are
 counted inside their function, as radon does by default). Grades: A-B up to 10, C 11-20,
@@ -16,7 +17,7 @@ from radon.complexity import cc_rank, cc_visit, sorted_results
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "chunkscope"
 
-MOST_AT_C_OR_WORSE = 44  # the goal: 30
+MOST_AT_C_OR_WORSE = 30
 
 
 def graded_blocks(root: Path = SRC) -> list[tuple[str, str, int, str]]:

@@ -8,10 +8,9 @@ imports nothing of the adapters it judges — and the command line at start-up r
 rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
-Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
-under ``provider/wires/``, one row here and its adapter and request reader
-(``request.sent_options``) in ``adapters/wires.py``. A translator writes its chunks through
-``adapters/_blocks.BlockWriter``.
+Adding a wire: docs/architecture.md, "Where a new wire goes" (one row here, one folder under
+``adapters/``, one module under ``provider/wires/``, their rows, docs and tests). An adapter
+reads its provider name, key variables, request path and media type from its row here.
 """
 
 from __future__ import annotations
@@ -39,6 +38,11 @@ class WireFacts:
             the answer (a content-filter finish; the ``fault-content-filter`` scenario).
         request_path: how the path of this wire's model call ends (the tap tells a call's
             wire by it).
+        request_prefix: what an adapter puts between its base URL and ``request_path``: an
+            API version, the model (``{model}``: percent-encoded; ``{api_version}``: the
+            adapter's version, Gemini's ``api_version=``). Empty for most wires.
+        stream_query: the query a streamed call adds after the base URL's own (Gemini's
+            ``alt=sse``: the SSE form of the answer).
         whole_path: how the path of its non-streaming call ends, where that differs from
             ``request_path`` (Gemini's ``:generateContent``, Bedrock's ``/converse``); empty
             when one path serves both (a ``stream`` flag in the body).
@@ -65,6 +69,8 @@ class WireFacts:
     dialects: tuple[str, ...]
     withheld_code: str
     request_path: str
+    request_prefix: str = ""
+    stream_query: str = ""
     whole_path: str = ""
     model_in_path: str = ""
     reasoning_tokens: bool = True
@@ -100,7 +106,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             base_path="",
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
-            request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+            request_path="/messages",
+            request_prefix="/v1",  # {root}/v1/messages, as the official SDK posts it
             credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
@@ -124,7 +131,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             base_path="",  # the root: google-genai's base_url, to which it appends /v1beta/models/…
             dialects=("partial-args", "crlf-framing"),
             withheld_code="CONTENT_FILTER",  # finishReason SAFETY
-            request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
+            request_path=":streamGenerateContent",
+            request_prefix="/{api_version}/models/{model}",  # {root}/v1beta/models/{model}:stream…
+            stream_query="alt=sse",
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
             credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
@@ -138,7 +147,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             base_path="",
             dialects=(),  # exception frames and metadata after messageStop are in every stream
             withheld_code="CONTENT_FILTER",  # stopReason guardrail_intervened / content_filtered
-            request_path="/converse-stream",  # {root}/model/{modelId}/converse-stream
+            request_path="/converse-stream",
+            request_prefix="/model/{model}",  # {root}/model/{modelId}/converse-stream
             whole_path="/converse",
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import urllib.parse
 from typing import Any
 
+import httpx
 import pytest
 
 import chunkscope as cs
 from chunkscope._wires import DEFAULT_WIRE, WIRE_FACTS
-from chunkscope.adapters.wires import WIRES, wire_named
+from chunkscope.adapters.wires import WIRES, detect_wire, wire_named
 from chunkscope.provider import WIRES as PROVIDER_WIRES
 
 
@@ -50,12 +53,64 @@ def test_each_adapter_reads_its_key_variables_and_media_type_from_its_row(
     adapter: Any = wire.adapter
     assert adapter.wire is facts and adapter.default_api_key_env == facts.key_variables
     assert adapter.content_type == facts.media_type == wire.media_type
-    assert adapter.path.endswith(facts.request_path) or wire.name in ("gemini", "bedrock")  # model in path
     for variable in facts.key_variables:
         monkeypatch.delenv(variable, raising=False)
     last = facts.key_variables[-1]  # the last variable the row names is read when the others are unset
     monkeypatch.setenv(last, "sk-from-the-last-variable-12345")
-    made = adapter(base_url="http://127.0.0.1:9", signing="bearer") if name == "bedrock" else adapter(
-        base_url="http://127.0.0.1:9"
+    made = (
+        adapter(base_url="http://127.0.0.1:9", signing="bearer")
+        if name == "bedrock"
+        else adapter(base_url="http://127.0.0.1:9")
     )
     assert made._credential.resolve("test") == "sk-from-the-last-variable-12345"
+
+
+MODEL = "family/model:v1"  # a model id with the characters a path must encode
+
+
+async def _sent(name: str, base_url: str, api_key: str | None = None) -> httpx.Request:
+    """The request wire ``name``'s adapter sends for one call (answered with a 400)."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json={"error": {"message": "no"}})
+
+    adapter: Any = wire_named(name).adapter
+    extra = {"signing": "bearer"} if name == "bedrock" else {}
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        made = adapter(base_url=base_url, api_key=api_key, http_client=client, **extra)
+        options = cs.GenerateOptions("p", MODEL, [{"role": "user", "content": "hi"}])
+        result = await cs.collect(made.stream(options))
+    assert result.error is not None and len(seen) == 1
+    return seen[0]
+
+
+@pytest.mark.parametrize("name", list(WIRE_FACTS))
+async def test_what_each_adapter_sends_agrees_with_its_wire_row(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path, query, media type and key variables an adapter really uses are its row's: the
+    tap tells the call's wire and model from the same row."""
+    wire = wire_named(name)
+    facts = wire.facts
+    for variable in facts.key_variables:
+        monkeypatch.delenv(variable, raising=False)
+    sent = await _sent(name, "http://wire.test/base?tenant=a", api_key="sk-given-123456")
+    path, _, query = sent.url.raw_path.decode().partition("?")
+    assert path.startswith("/base/") and path.endswith(facts.request_path), path
+    assert detect_wire(path) is wire
+    in_path = wire.model_of(path)
+    assert (in_path if facts.model_in_path else json.loads(sent.content)["model"]) == MODEL
+    assert in_path is None or urllib.parse.quote(MODEL, safe="") in path  # one segment, encoded
+    assert query.split("&") == ["tenant=a", *filter(None, [facts.stream_query])]
+    assert sent.headers["accept"] == facts.media_type
+    for variable in facts.key_variables:  # each variable the row names is read, none other
+        for other in facts.key_variables:
+            monkeypatch.delenv(other, raising=False)
+        monkeypatch.setenv(variable, f"sk-{variable.lower()}-123456")
+        sent = await _sent(name, "http://wire.test")
+        assert f"sk-{variable.lower()}-123456" in " ".join(sent.headers.values()), variable
+        assert sent.url.raw_path.decode().partition("?")[1:] == ("?", facts.stream_query) or (
+            "?" not in str(sent.url) and not facts.stream_query
+        )

@@ -464,25 +464,28 @@ class LlmAdapter(ABC):
                 "leave images out of the messages or use an adapter that accepts them",
                 "UNSUPPORTED_CONTENT",
             )
-        effort = options.reasoning_effort
-        if effort is not None:
-            info = self.model_info(options.model)
-            reasoning = info.reasoning if info is not None else None
-            if reasoning is None:
-                raise LlmError(
-                    f"model {options.model!r} has no reasoning efforts, so reasoning_effort={effort!r} "
-                    "cannot be honoured; leave it unset",
-                    "UNSUPPORTED_REASONING_EFFORT",
-                )
-            if effort not in reasoning.ids:
-                raise LlmError(
-                    f"model {options.model!r} does not list reasoning effort {effort!r}; "
-                    f"choose one of {list(reasoning.ids)}",
-                    "UNSUPPORTED_REASONING_EFFORT",
-                )
+        if options.reasoning_effort is not None:
+            self._check_effort(options.model, options.reasoning_effort)
         if options.signal is not None:
             options.signal.throw_if_aborted()
         return options
+
+    def _check_effort(self, model: str, effort: str) -> None:
+        """``UNSUPPORTED_REASONING_EFFORT`` unless ``model`` lists ``effort``."""
+        info = self.model_info(model)
+        reasoning = info.reasoning if info is not None else None
+        if reasoning is None:
+            raise LlmError(
+                f"model {model!r} has no reasoning efforts, so reasoning_effort={effort!r} "
+                "cannot be honoured; leave it unset",
+                "UNSUPPORTED_REASONING_EFFORT",
+            )
+        if effort not in reasoning.ids:
+            raise LlmError(
+                f"model {model!r} does not list reasoning effort {effort!r}; "
+                f"choose one of {list(reasoning.ids)}",
+                "UNSUPPORTED_REASONING_EFFORT",
+            )
 
     @abstractmethod
     def stream(self, options: GenerateOptions) -> AsyncIterator[AnyChunk]:

@@ -78,10 +78,15 @@ def public_url(url: str) -> str:
         return "<unparsable URL>"
 
 
-def endpoint_url(base_url: str, path: str) -> str:
-    """``path`` appended to ``base_url``'s path; a query in ``base_url`` (``?api-version=…``) is kept."""
+def endpoint_url(base_url: str, path: str, query: str = "") -> str:
+    """``path`` appended to ``base_url``'s path; a query in ``base_url`` (``?api-version=…``) is
+    kept, and ``query`` (already encoded) follows it."""
     url = httpx.URL(base_url)
-    return str(url.copy_with(path=url.path.rstrip("/") + path))
+    url = url.copy_with(path=url.path.rstrip("/") + path)
+    if query:
+        own = url.query
+        url = url.copy_with(query=own + b"&" + query.encode() if own else query.encode())
+    return str(url)
 
 
 # --- the client ---------------------------------------------------------------

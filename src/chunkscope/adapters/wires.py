@@ -103,7 +103,7 @@ class Wire:
     @property
     def media_type(self) -> str:
         """The content type of this wire's streamed answer."""
-        return str(getattr(self.adapter, "content_type", "text/event-stream"))
+        return self.facts.media_type
 
     def decoder(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Decoder:
         """A fresh framing decoder for one streamed answer of this wire: its adapter's one

@@ -94,6 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((word for word in words if not word.startswith("-")), "")
+    return _run(func, args, command)
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, command: str) -> int:
+    """A subcommand's exit status; Ctrl-C and a missing extra are one line on stderr."""
     try:
         return func(args)
     except KeyboardInterrupt:

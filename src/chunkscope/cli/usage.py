@@ -68,20 +68,25 @@ def expand_folders(paths: list[str]) -> tuple[list[str], list[str]]:
         if not os.path.isdir(path):
             files.append(path)
             continue
-        found = []
-        for root, folders, names in os.walk(path):
-            folders[:] = [f for f in folders if not f.startswith(".")]  # .ipynb_checkpoints, .git
-            found += [
-                os.path.join(root, name)
-                for name in names
-                if not name.startswith(".") and name.lower().endswith(FOLDER_SUFFIXES)
-            ]
-        found.sort()
+        found = _streams_in(path)
         if not found:
             kinds = ", ".join(f"*{suffix}" for suffix in FOLDER_SUFFIXES)
             problems.append(f"{path}: a folder without recordings, session logs or llm logs ({kinds})")
         files.extend(found)
     return files, problems
+
+
+def _streams_in(folder: str) -> list[str]:
+    """The stream files under ``folder`` (``FOLDER_SUFFIXES``), sorted, hidden ones left out."""
+    found = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = [f for f in folders if not f.startswith(".")]  # .ipynb_checkpoints, .git
+        found += [
+            os.path.join(root, name)
+            for name in names
+            if not name.startswith(".") and name.lower().endswith(FOLDER_SUFFIXES)
+        ]
+    return sorted(found)
 
 
 def _record(log: Any, stream: LoadedStream, call_id: str) -> None:
@@ -336,13 +341,20 @@ def render_table(table: pd.DataFrame, frame: pd.DataFrame) -> Any:
             for name, _ in _TABLE_COLUMNS
         ]
         out.add_row(*group, *figures)
-        if not reported:
-            attempts = plural(int(row["attempts"]), "attempt")
-            notes.append(Text(f"usage missing, {' '.join(group)}: {attempts}, none with usage reported"))
-        errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
-        if errors:
-            notes.append(Text(f"errors by code, {' '.join(group)}: {', '.join(errors)}"))
+        notes += [Text(line) for line in _row_notes(" ".join(group), row, reported, codes)]
     return Group(out, *notes)
+
+
+def _row_notes(group: str, row: pd.Series, reported: bool, codes: list[str]) -> list[str]:
+    """The lines under the table for one group: usage none of its attempts reported, its errors by code."""
+    notes = []
+    if not reported:
+        attempts = plural(int(row["attempts"]), "attempt")
+        notes.append(f"usage missing, {group}: {attempts}, none with usage reported")
+    errors = [f"{printable(c.removeprefix('errors_'))} {int(row[c])}" for c in codes if int(row[c])]
+    if errors:
+        notes.append(f"errors by code, {group}: {', '.join(errors)}")
+    return notes
 
 
 _TOKEN_FIGURES = frozenset({"input_tokens", "output_tokens"})

@@ -278,8 +278,7 @@ class _ExpectedBuilder:
 
 def _token_usage(usage: WireUsage, facts: WireFacts | None = None) -> dict[str, int]:
     """The usage an adapter of the wire ``facts`` reads (None: as most wires report it)."""
-    reasoning_tokens = facts.reasoning_tokens if facts is not None else True
-    zero_details = facts.zero_details if facts is not None else False
+    reasoning_tokens, zero_details = (facts.reasoning_tokens, facts.zero_details) if facts else (True, False)
     result = {"inputTokens": usage.prompt - (usage.cached or 0), "outputTokens": usage.completion}
     if usage.cached is not None or zero_details:
         result["cacheReadTokens"] = usage.cached or 0

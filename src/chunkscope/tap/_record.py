@@ -168,17 +168,6 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
     ``spill``: the reads the call kept on disk, written after those in ``call.reads``.
     """
     stem = f"{call.id:05d}-{call.wire}-{_UNSAFE.sub('_', call.model or 'unknown')[:60]}"
-    tap: dict[str, Any] = {
-        "request_headers": [list(pair) for pair in call.request_headers],
-        **body_field(call.request_body),
-        "response_headers": [list(pair) for pair in call.response_headers],
-        "started_at": call.started_at,
-        "streaming": call.streaming,
-        "timings": asdict(call.timings),
-        "forward_failure": None if call.forward_failure is None else call.forward_failure.failure.to_dict(),
-    }
-    if call.withheld_encoding is not None:  # a compressed body: its reads are not here, its chunks are
-        tap["withheld_encoding"] = call.withheld_encoding
     header = recording_header(
         provider=call.wire,
         model=call.model,
@@ -187,7 +176,7 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
         method=call.method,
         path=call.path,
         status=call.status,
-        tap=tap,
+        tap=_tap_field(call),
     )
     fd, temporary = _create(folder, ".jsonl.part")
     try:
@@ -196,14 +185,36 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
             file.writelines(read_line(t, bytes(data)) for t, data in list(call.reads))
             if spill is not None:
                 file.writelines(spill.lines())
-            for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
-                body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-                file.write(recording_line({"t": round(t, 6), "chunk": body}))
-            if result.error is not None:
-                t = call.timings.total_s or 0.0
-                file.write(recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()}))
+            file.writelines(_result_lines(call, result))
         return _place(temporary, folder, stem)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def _tap_field(call: TapCall) -> dict[str, Any]:
+    """The header's ``tap`` field: what the tap saw of the exchange beside the answer's reads."""
+    failure = call.forward_failure
+    tap: dict[str, Any] = {
+        "request_headers": [list(pair) for pair in call.request_headers],
+        **body_field(call.request_body),
+        "response_headers": [list(pair) for pair in call.response_headers],
+        "started_at": call.started_at,
+        "streaming": call.streaming,
+        "timings": asdict(call.timings),
+        "forward_failure": None if failure is None else failure.failure.to_dict(),
+    }
+    if call.withheld_encoding is not None:  # a compressed body: its reads are not here, its chunks are
+        tap["withheld_encoding"] = call.withheld_encoding
+    return tap
+
+
+def _result_lines(call: TapCall, result: StreamResult) -> Iterator[bytes]:
+    """The recording's chunk lines, at their times, then its error line (if the call failed)."""
+    for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
+        body = chunk if isinstance(chunk, dict) else chunk.to_dict()
+        yield recording_line({"t": round(t, 6), "chunk": body})
+    if result.error is not None:
+        t = call.timings.total_s or 0.0
+        yield recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()})

@@ -229,11 +229,15 @@ class UsageLog:
             _add_totals(self._totals, final, error_code, counts, quote, source == "invalid")
             listeners = list(self._listeners)
             sink = self._sink
+        self._announce(sink, listeners)
+        return call_id
+
+    def _announce(self, sink: Any, listeners: list[Callable[[UsageLog], object]]) -> None:
+        """A row went in: wake the sink that writes it, then each listener (outside the lock)."""
         if sink is not None:
             sink.notify()
         for listener in listeners:
             listener(self)
-        return call_id
 
     def _quote(
         self, provider: str, model: str, usage: TokenUsage | None, started: float

@@ -110,6 +110,19 @@ def _server(target: Any) -> tuple[str, int | None] | None:
     return host, port
 
 
+def _result_attributes(result: StreamResult, attributes: dict[str, Any]) -> None:
+    """The span attributes an attempt's result gives: its finish, time to first chunk, chunk
+    and violation counts."""
+    if result.finish is not None:
+        attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (result.finish.kind,)
+    first = result.timings.first_chunk_s
+    if first is not None:
+        attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first
+    attributes[CHUNKS] = len(result.chunks)
+    if result.violations:
+        attributes[VIOLATIONS] = len(result.violations)
+
+
 def _usage_attributes(usage: TokenUsage | None, out: dict[str, Any]) -> tuple[int | None, int | None]:
     """Add the usage attributes to ``out``; return the inclusive input and the output count."""
     if usage is None:
@@ -227,17 +240,11 @@ class OtelSink:
         common = _chat_attributes(provider, model, self._servers.get(provider), error_code)
         attributes = dict(common)
         inclusive, output = _usage_attributes(result.usage, attributes)
-        if result.finish is not None:
-            attributes[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (result.finish.kind,)
+        _result_attributes(result, attributes)
         first = timings.first_chunk_s
-        if first is not None:
-            attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first
         attributes[CALL_ID] = call_id
         attributes[ATTEMPT] = attempt
         attributes[FINAL] = final
-        attributes[CHUNKS] = len(result.chunks)
-        if result.violations:
-            attributes[VIOLATIONS] = len(result.violations)
         parent = self._parent(tags, attributes)
         if self.capture_content:
             attributes[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _output_messages(result)

@@ -136,39 +136,50 @@ def _scale_tokens(top: Any, totals: pd.Series) -> None:
 def _cost_panel(bottom: Any, frame: pd.DataFrame) -> None:
     """The cumulative cost over the attempts' start times, or a note when nothing is priced."""
     priced = frame[frame["cost"].notna()].sort_values("started_at", kind="stable")
-    if len(priced):
-        cumulative = priced["cost"].astype("float64").cumsum()
-        # Time since the first start, in a unit fitting the span: plain numbers, no two ticks alike.
-        started = pd.to_datetime(priced["started_at"], utc=True)
-        origin = started.min()
-        seconds = (started - origin).dt.total_seconds().to_numpy(dtype="float64", na_value=float("nan"))
-        span = float(pd.Series(seconds).max()) if pd.notna(origin) else 0.0
-        unit, per = next((unit, per) for unit, per, below in _TIME_UNITS if span < below)
-        color = KIND_COLORS["output"]
-        bottom.step(seconds / per, cumulative.to_numpy(), where="post", color=color, linewidth=2)
-        bottom.set_xlim(0, span / per * 1.02 or 1.0)
-        since = f"{origin:%Y-%m-%d %H:%M:%S} UTC" if pd.notna(origin) else "an unknown time"
-        bottom.set_xlabel(f"{unit} since the first priced start ({since})")
-        # From 0 (an axis that starts above 0 exaggerates the growth), with headroom over the total.
-        bottom.set_ylim(0, float(cumulative.max()) * 1.08 or 1.0)
-        currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
-        bottom.set_ylabel(f"cost ({', '.join(currencies) or 'unknown currency'})")
-        unpriced = int((frame["cost"].isna() & frame["input_tokens"].notna()).sum())
-        note = f"cumulative cost ({plural(unpriced, 'attempt')} unpriced)" if unpriced else "cumulative cost"
-        bottom.set_title(note)
-    else:
-        bottom.text(
-            0.5,
-            0.5,
-            "no cost: no attempt is priced (UsageLog(prices=PriceTable(...)))",
-            ha="center",
-            va="center",
-            transform=bottom.transAxes,
-            color=_INK,
-        )
-        bottom.set_xticks([])
-        bottom.set_yticks([])
-        bottom.set_xlabel("start time")
+    if not len(priced):
+        _no_cost(bottom)
+        return
+    cumulative = priced["cost"].astype("float64").cumsum()
+    times, span, label = _since_first_start(priced["started_at"])
+    color = KIND_COLORS["output"]
+    bottom.step(times, cumulative.to_numpy(), where="post", color=color, linewidth=2)
+    bottom.set_xlim(0, span * 1.02 or 1.0)
+    bottom.set_xlabel(label)
+    # From 0 (an axis that starts above 0 exaggerates the growth), with headroom over the total.
+    bottom.set_ylim(0, float(cumulative.max()) * 1.08 or 1.0)
+    currencies = sorted(str(c) for c in priced["currency"].dropna().unique())
+    bottom.set_ylabel(f"cost ({', '.join(currencies) or 'unknown currency'})")
+    unpriced = int((frame["cost"].isna() & frame["input_tokens"].notna()).sum())
+    note = f"cumulative cost ({plural(unpriced, 'attempt')} unpriced)" if unpriced else "cumulative cost"
+    bottom.set_title(note)
+
+
+def _since_first_start(started_at: pd.Series) -> tuple[Any, float, str]:
+    """The start times as time since the first, in a unit fitting the span (plain numbers, no two
+    ticks alike): (the times, their span, the axis label), both in that unit."""
+    started = pd.to_datetime(started_at, utc=True)
+    origin = started.min()
+    seconds = (started - origin).dt.total_seconds().to_numpy(dtype="float64", na_value=float("nan"))
+    span = float(pd.Series(seconds).max()) if pd.notna(origin) else 0.0
+    unit, per = next((unit, per) for unit, per, below in _TIME_UNITS if span < below)
+    since = f"{origin:%Y-%m-%d %H:%M:%S} UTC" if pd.notna(origin) else "an unknown time"
+    return seconds / per, span / per, f"{unit} since the first priced start ({since})"
+
+
+def _no_cost(bottom: Any) -> None:
+    """The cost panel when no attempt is priced: a note where the line would be."""
+    bottom.text(
+        0.5,
+        0.5,
+        "no cost: no attempt is priced (UsageLog(prices=PriceTable(...)))",
+        ha="center",
+        va="center",
+        transform=bottom.transAxes,
+        color=_INK,
+    )
+    bottom.set_xticks([])
+    bottom.set_yticks([])
+    bottom.set_xlabel("start time")
 
 
 _STALL_COLOR = "#D9534F"

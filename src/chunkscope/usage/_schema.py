@@ -149,22 +149,23 @@ def coerce(frame: pd.DataFrame) -> pd.DataFrame:
         if name not in out.columns and before in out.columns:
             out.insert(int(out.columns.get_loc(before)) + 1, name, _missing(COLUMNS[name], len(out)))
     for name, dtype in COLUMNS.items():
-        if name not in out.columns:
-            continue
-        column = out[name]
-        if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is None:
-            if not isinstance(column.dtype, pd.CategoricalDtype):
-                column = column.astype(_STRING).astype("category")
-            # Unify the categories' own dtype (Parquet may hand back object or large_string).
-            out[name] = column.cat.set_categories(categories(column.cat.categories), rename=True)
-            continue
-        if isinstance(dtype, pd.DatetimeTZDtype):
-            column = pd.to_datetime(column, utc=True)
-        if name in MONEY_COLUMNS and is_decimal(column):  # Decimal money stays Decimal; absent: <NA>
-            out[name] = column.where(column.notna(), pd.NA)
-            continue
-        out[name] = column.astype(dtype)
+        if name in out.columns:
+            out[name] = _coerced(name, out[name], dtype)
     return out
+
+
+def _coerced(name: str, column: pd.Series, dtype: Any) -> Any:
+    """One usage column cast back to its dtype."""
+    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is None:
+        if not isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype(_STRING).astype("category")
+        # Unify the categories' own dtype (Parquet may hand back object or large_string).
+        return column.cat.set_categories(categories(column.cat.categories), rename=True)
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        column = pd.to_datetime(column, utc=True)
+    if name in MONEY_COLUMNS and is_decimal(column):  # Decimal money stays Decimal; absent: <NA>
+        return column.where(column.notna(), pd.NA)
+    return column.astype(dtype)
 
 
 DSH_COLUMNS: dict[str, str] = {

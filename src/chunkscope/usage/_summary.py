@@ -200,14 +200,19 @@ def summary(
         raw["cost"] = raw["cost"].astype("Float64")  # Decimal costs (cost_type=Decimal) stay exact
     out = pd.DataFrame(finish_totals({name: raw[name] for name in raw.columns}), index=raw.index)
     out = out.join(latency_percentiles(frame if keys != [_ALL] else work, keys))
-    out = out[list(SUMMARY_COLUMNS)]
+    out = _with_error_codes(out[list(SUMMARY_COLUMNS)], work, keys)
+    if keys == [_ALL]:
+        out.index = pd.Index(["all"], name=None)[: len(out)]
+    return out
+
+
+def _with_error_codes(out: pd.DataFrame, work: Any, keys: list[str]) -> pd.DataFrame:
+    """``out`` with an ``errors_<CODE>`` column per error code (0 in a group without it)."""
     codes_table = errors_by_code(work, keys)
     if len(codes_table.columns):
         out = out.join(codes_table)
     codes = [c for c in out.columns if c.startswith("errors_")]
     out[codes] = out[codes].fillna(0).astype("int64")
-    if keys == [_ALL]:
-        out.index = pd.Index(["all"], name=None)[: len(out)]
     return out
 
 

@@ -106,44 +106,48 @@ class SseDecoder:
         if self.failure is not None:
             raise self.failure
         if not self._started:
-            if not data:
-                return []
-            self._started = True
-            if data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
+            data = self._start(data)
         if self._cr or b"\r" in data:
             data = self._normalise(data)
-        parts = self._parts
-        if parts:
-            if b"\n" not in data:
-                self._hold(data)
-                if self.failure is not None:
-                    raise self.failure
-                return []
-            parts.append(data)
-            data = b"".join(parts)
-            parts.clear()
-            self._size = 0
+        if self._parts:
+            data = self._joined(data)
+            if not data:
+                return []  # no line ended: the event goes on
         cut = data.rfind(b"\n\n") + 2  # the end of the last whole event, or 1: none
         if 1 < cut <= self.max_event_bytes:  # no event in it can be past the limit
-            # A read that ends with its last event (the usual) is decoded without a copy first.
-            whole = whole_events((data if cut == len(data) else data[:cut]).decode("utf-8", "replace"))
+            # A read that ends with its last event (the usual) is decoded without a copy first
+            # (a slice of a whole bytes object is that object).
+            whole = whole_events(data[:cut].decode("utf-8", "replace"))
             if whole is not None:
                 if cut < len(data):
                     self._hold(data[cut:])
                 return whole
-        blocks = data.split(b"\n\n")
-        tail = blocks.pop()
-        if tail:
-            self._hold(tail)
+        return self._blocks(data)
+
+    def _start(self, data: bytes) -> bytes:
+        """The body's first bytes, without a byte order mark (an empty read starts nothing)."""
+        self._started = bool(data)
+        return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+    def _joined(self, data: bytes) -> bytes:
+        """The held start of an event and ``data`` as one; empty when ``data`` ends no line (then
+        it is held too, or sets and raises ``failure`` past the limit)."""
+        if b"\n" not in data:
+            self._hold(data)
+            if self.failure is not None:
+                raise self.failure
+            return b""
+        parts = self._parts
+        parts.append(data)
+        data = b"".join(parts)
+        parts.clear()
+        self._size = 0
+        return data
+
+    def _blocks(self, data: bytes) -> list[SseEvent]:
+        """The events of ``data`` (LF line ends) block by block; an unterminated tail is held."""
         events: list[SseEvent] = []
-        limit = self.max_event_bytes
-        for block in blocks:
-            if len(block) > limit:
-                self.failure = ValueError(
-                    f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes"
-                )
-                return events
+        for block in self._split(data):
             # The common events take no line parsing at all: one ``data: `` line, or one
             # ``event: `` line and one ``data: `` line (Anthropic, Responses).
             cut = block.find(b"\n")
@@ -162,6 +166,28 @@ class SseDecoder:
             if block:
                 self._parse(block, events)
         return events
+
+    def _split(self, data: bytes) -> list[bytes]:
+        """The whole events' blocks of ``data``, up to the first past ``max_event_bytes`` (which
+        sets ``failure``); the unterminated tail is held."""
+        blocks = data.split(b"\n\n")
+        tail = blocks.pop()
+        if tail:
+            self._hold(tail)
+        if len(data) > self.max_event_bytes:  # only then may a block be past the limit
+            return self._within_limit(blocks)
+        return blocks
+
+    def _within_limit(self, blocks: list[bytes]) -> list[bytes]:
+        """``blocks`` up to the first past ``max_event_bytes`` (which sets ``failure``)."""
+        limit = self.max_event_bytes
+        for at, block in enumerate(blocks):
+            if len(block) > limit:
+                self.failure = ValueError(
+                    f"an SSE event of {len(block)} bytes exceeds the limit of {limit} bytes"
+                )
+                return blocks[:at]
+        return blocks
 
     def end(self) -> list[SseEvent]:
         """The event left unterminated at the end of the body (its last line ends at EOF)."""

@@ -15,6 +15,7 @@ from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
+from urllib.parse import quote
 
 import httpx
 
@@ -81,7 +82,8 @@ class EventStreamAdapter(LlmAdapter):
     Bedrock's binary event stream: the wire's ``framing`` decides).
 
     Subclasses set ``wire`` (their row of the wire table: the provider name, the key
-    variables, the media type and, unless they set ``path``, the request path come from it),
+    variables, the media type, the request path and its query come from it; an adapter with
+    no row sets ``provider``, ``default_api_key_env`` and ``path`` itself),
     ``api_name`` (errors say "<api_name> at <host>") and implement ``request_body(options)``,
     ``wire_headers(key)`` and ``translator(secrets)``; everything else is
     here. Constructor arguments shared by every wire: ``base_url``,
@@ -96,6 +98,10 @@ class EventStreamAdapter(LlmAdapter):
     wire: ClassVar[WireFacts | None] = None
     """The adapter's row of the wire table (``chunkscope._wires.WIRE_FACTS``)."""
     path: ClassVar[str] = ""
+    """The request path after ``base_url``: the row's prefix and request path (``{model}``,
+    ``{api_version}``: filled per call by ``path_fields``)."""
+    query: ClassVar[str] = ""
+    """The query a call adds after the base URL's own (the row's ``stream_query``)."""
     api_name: ClassVar[str] = "API"
     default_api_key_env: ClassVar[str | tuple[str, ...] | None] = None
     content_type: ClassVar[str] = "text/event-stream"
@@ -112,8 +118,8 @@ class EventStreamAdapter(LlmAdapter):
         cls.provider = facts.provider
         cls.default_api_key_env = facts.key_variables
         cls.content_type = facts.media_type
-        if "path" not in cls.__dict__:
-            cls.path = facts.request_path
+        cls.path = facts.request_prefix + facts.request_path
+        cls.query = facts.stream_query
 
     def __init__(
         self,
@@ -131,7 +137,8 @@ class EventStreamAdapter(LlmAdapter):
         _check_base_url(base_url)
         _check_limits(idle_timeout, total_timeout, max_event_bytes, max_body_bytes)
         self.base_url = base_url.rstrip("/")
-        self.url = endpoint_url(self.base_url, self.path)
+        # A path with no field is the same URL for every call: built once.
+        self._url = None if "{" in self.path else endpoint_url(self.base_url, self.path, self.query)
         self.idle_timeout = idle_timeout
         self.total_timeout = total_timeout
         self.max_event_bytes = max_event_bytes
@@ -183,9 +190,17 @@ class EventStreamAdapter(LlmAdapter):
         """Called after a complete response, before its final chunks are yielded."""
 
     def request_url(self, options: GenerateOptions) -> str:
-        """The URL one call posts to (``base_url`` + ``path``; a wire that names the model in
-        the path, as Gemini and Bedrock do, builds it from ``options``)."""
-        return self.url
+        """The URL one call posts to: ``base_url`` + ``path`` + ``query``, the path's fields
+        (the model, where a wire names it in the path) filled from ``options``."""
+        if self._url is not None:
+            return self._url
+        path = self.path.format_map(self.path_fields(options))
+        return endpoint_url(self.base_url, path, self.query)
+
+    def path_fields(self, options: GenerateOptions) -> dict[str, str]:
+        """The values of the request path's ``{…}`` fields: ``model``, percent-encoded whole
+        (``/`` and ``:`` included)."""
+        return {"model": quote(options.model, safe="")}
 
     def decoder(self) -> Decoder:
         """A fresh framing decoder for one response body (SSE; Bedrock reads its binary frames)."""
@@ -209,17 +224,9 @@ class EventStreamAdapter(LlmAdapter):
         call = self._start(options)
         guard, secrets, signal = call.guard, call.secrets, call.signal
         reader = call.reader
-        rid: str | None = None
         try:
             try:
-                if signal is not None and signal.aborted:
-                    guard.check()
-                sent = call.client.send(call.request, stream=True, follow_redirects=False)
-                response = await guard.run(sent)
-                guard.response = response
-                rid = request_id(response.headers, secrets)
-                reader.translator.request_id = rid
-                raw_reads = await self._accept(guard, response, reader)
+                raw_reads = await self._open(call)
                 each = reader.each
                 marks = current_marks()  # the timer's marks, until the first event is marked
                 while True:
@@ -245,19 +252,17 @@ class EventStreamAdapter(LlmAdapter):
                             # guard.check(), inlined: this runs once per chunk
                             if guard.cause is not None or (signal is not None and signal.aborted):
                                 guard.check()
-                    if reader.error is not None:
-                        raise reader.error
+                    _raise_failure(reader)
                     if reader.done:
                         guard.drain()  # the final chunks wait in reader.final for the release
                 if not reader.done:
                     for chunk in reader.end():
                         yield chunk
                         guard.check()
-                    if reader.error is not None:
-                        raise reader.error
+                    _raise_failure(reader)
                 await guard.close()
             except (LlmError, ValueError, *_TRANSPORT_ERRORS) as exc:
-                salvage, error, cause = _failure(exc, guard, reader, self._label, secrets, rid)
+                salvage, error, cause = _failure(exc, guard, reader, self._label, secrets, call.rid)
                 for chunk in salvage:
                     yield chunk
                 raise error from cause
@@ -266,6 +271,18 @@ class EventStreamAdapter(LlmAdapter):
         self.finished(reader.translator)
         for chunk in reader.final:
             yield chunk
+
+    async def _open(self, call: _Call) -> AsyncIterator[bytes]:
+        """Send ``call``'s request; the body's raw reads once the answer is a 2xx stream of the
+        wire (else the mapped ``LlmError``). The answer's request id goes on ``call``."""
+        guard = call.guard
+        if call.signal is not None and call.signal.aborted:
+            guard.check()
+        sent = call.client.send(call.request, stream=True, follow_redirects=False)
+        response = await guard.run(sent)
+        guard.response = response
+        call.rid = call.reader.translator.request_id = request_id(response.headers, call.secrets)
+        return await self._accept(guard, response, call.reader)
 
     def _start(self, options: GenerateOptions) -> _Call:
         """Everything a call needs before I/O: checked options, the key, the request, its guard."""
@@ -363,7 +380,7 @@ class EventStreamAdapter(LlmAdapter):
 
 @dataclass
 class _Call:
-    """One call's parts, built before any I/O by ``SseAdapter._start``."""
+    """One call's parts, built before any I/O by ``EventStreamAdapter._start``."""
 
     client: httpx.AsyncClient
     request: httpx.Request
@@ -371,6 +388,13 @@ class _Call:
     reader: WireReader
     secrets: tuple[str, ...]
     signal: AbortSignal | None
+    rid: str | None = None  # the answer's request id, once its head arrived
+
+
+def _raise_failure(reader: WireReader) -> None:
+    """Raise the reader's error, if the stream failed (after its salvage was yielded)."""
+    if reader.error is not None:
+        raise reader.error
 
 
 def _failure(

@@ -5,8 +5,9 @@ root, as the official Anthropic SDK takes it: ``LocalProvider.url`` or
 ``https://api.anthropic.com``). The body comes from ``request.py``, the
 translation from ``translate.py`` (chunks that pass the ``strict`` profile:
 blocks in order 0, 1, 2, …, never interleaved; usage once, then the finish);
-credential, guard, limits and failures are the shared SSE core
-(``_core.EventStreamAdapter``).
+credential, guard, limits and failures are the shared core
+(``_core.EventStreamAdapter``); the path, media type and key variable are its row
+of the wire table (``chunkscope._wires``).
 
 Failures are ``LlmError`` with the codes of docs/protocol.md §4, from the one
 table (``_failures``): Anthropic's ``prompt is too long`` and
@@ -64,7 +65,6 @@ class AnthropicAdapter(EventStreamAdapter):
 
     wire = WIRE_FACTS["anthropic"]  # provider name, key variables, media type, request path
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
-    path = "/v1" + WIRE_FACTS["anthropic"].request_path  # the root-based base URL, as its SDK
     api_name = "Anthropic API"
 
     def __init__(
@@ -80,11 +80,6 @@ class AnthropicAdapter(EventStreamAdapter):
         self.anthropic_version = anthropic_version
         self._models = tuple(models) if models is not None else None
         self._signatures: OrderedDict[str, str] = OrderedDict()
-
-    @property
-    def messages_url(self) -> str:
-        """The endpoint every request goes to: ``{base_url}/v1/messages`` (a query in base_url is kept)."""
-        return self.url
 
     # --- models ---------------------------------------------------------------
 

@@ -37,8 +37,6 @@ from .._blocks import TOOL_CALL, BlockWriter
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import (
     error_code,
-    is_context_window_exceeded,
-    is_quota_exceeded,
     loads,
     preview,
     stream_error,
@@ -50,8 +48,6 @@ __all__ = [
     "AnthropicTranslator",
     "anthropic_error_code",
     "map_stop_reason",
-    "looks_like_context_overflow",
-    "looks_like_quota",
 ]
 
 _Kind = Literal["text", "reasoning", "tool-call"]
@@ -71,19 +67,6 @@ _DELTA_KINDS: dict[str, _Kind] = {
 }
 
 _DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
-
-
-def looks_like_context_overflow(message: str) -> bool:
-    """True when an error message says the request does not fit the context window.
-
-    The shared wording check, plus Anthropic's own ``prompt is too long: N tokens > M maximum``.
-    """
-    return is_context_window_exceeded(message) or "prompt is too long" in message.lower()
-
-
-def looks_like_quota(message: str) -> bool:
-    """True when an error message says the balance, quota or credits are exhausted."""
-    return is_quota_exceeded(message)
 
 
 def anthropic_error_code(error_type: str | None, message: str = "", status: int | None = None) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
-from urllib.parse import quote
 
 import httpx
 from typing_extensions import Unpack
@@ -41,7 +40,6 @@ from chunkscope.protocol import LlmError
 from ..._wires import WIRE_FACTS
 from .._base import OPTIONAL_OPTIONS, GenerateOptions, ModelInfo
 from .._core import Credential, EventStreamAdapter, StreamOptions
-from .._http import endpoint_url
 from .framing import EventStreamDecoder
 from .request import CLAUDE_EFFORTS, NOVA_EFFORTS, build_body, model_family
 from .translate import BedrockTranslator
@@ -213,10 +211,6 @@ class BedrockAdapter(EventStreamAdapter):
         return None
 
     # --- the wire -------------------------------------------------------------
-
-    def request_url(self, options: GenerateOptions) -> str:
-        """``{base_url}/model/{modelId}/converse-stream``, the id percent-encoded (``:``, ``/``)."""
-        return endpoint_url(self.base_url, f"/model/{quote(options.model, safe='')}/converse-stream")
 
     def request_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body ``stream()`` sends for ``options`` (the model is in the URL)."""

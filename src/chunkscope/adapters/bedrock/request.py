@@ -164,6 +164,24 @@ def build_body(options: GenerateOptions) -> dict[str, Any]:
 
     Raises ``LlmError`` ``UNSUPPORTED_OPTION`` for content the wire cannot carry.
     """
+    system, messages = _conversation(options)
+    fields, max_tokens = reasoning_fields(options.model, options.reasoning_effort, options.max_tokens)
+    body: dict[str, Any] = {"messages": messages}
+    if system:
+        body["system"] = system
+    inference = _inference_config(options, max_tokens)
+    if inference:
+        body["inferenceConfig"] = inference
+    if options.tools:
+        body["toolConfig"] = {"tools": [_tool_spec(tool) for tool in options.tools]}
+    if fields:
+        body["additionalModelRequestFields"] = fields
+    return body
+
+
+def _conversation(options: GenerateOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The body's ``system`` blocks (``options.system``, then each system message's text) and
+    ``messages``."""
     system: list[dict[str, Any]] = [{"text": options.system}] if options.system else []
     messages: list[dict[str, Any]] = []
     for message in options.messages:
@@ -175,10 +193,11 @@ def build_body(options: GenerateOptions) -> dict[str, Any]:
         wire = _message(message)
         if wire is not None:
             messages.append(wire)
-    fields, max_tokens = reasoning_fields(options.model, options.reasoning_effort, options.max_tokens)
-    body: dict[str, Any] = {"messages": messages}
-    if system:
-        body["system"] = system
+    return system, messages
+
+
+def _inference_config(options: GenerateOptions, max_tokens: int | None) -> dict[str, Any]:
+    """The body's ``inferenceConfig``: the token limit, temperature and stops (empty for none)."""
     inference: dict[str, Any] = {}
     if max_tokens is not None:
         inference["maxTokens"] = max_tokens
@@ -186,13 +205,7 @@ def build_body(options: GenerateOptions) -> dict[str, Any]:
         inference["temperature"] = options.temperature
     if options.stop:
         inference["stopSequences"] = list(options.stop)
-    if inference:
-        body["inferenceConfig"] = inference
-    if options.tools:
-        body["toolConfig"] = {"tools": [_tool_spec(tool) for tool in options.tools]}
-    if fields:
-        body["additionalModelRequestFields"] = fields
-    return body
+    return inference
 
 
 def sent_options(body: dict[str, Any]) -> SentOptions:

@@ -17,8 +17,6 @@ from .._core.framing import whole_events
 
 __all__ = ["CrlfSseDecoder"]
 
-_BOM = b"\xef\xbb\xbf"
-
 
 def _lf(data: bytes) -> bytes:
     """``data`` with every line end (CRLF, CR) as LF, as the shared decoder normalises a read."""
@@ -32,10 +30,8 @@ class CrlfSseDecoder(SseDecoder):
 
     def feed(self, data: bytes) -> list[SseEvent]:
         """The events ``data`` completes (as ``SseDecoder.feed``)."""
-        if not self._started and data and self.failure is None:
-            self._started = True
-            if data.startswith(_BOM):
-                data = data[3:]
+        if not self._started and self.failure is None:
+            data = self._start(data)
         if (
             self._parts
             or self._cr
@@ -44,14 +40,24 @@ class CrlfSseDecoder(SseDecoder):
             or data.endswith(b"\r")
         ):
             return super().feed(data)
+        return self._crlf_events(data)
+
+    def _crlf_events(self, data: bytes) -> list[SseEvent]:
+        """The events of ``data`` (no event held before it), read whole when they have the
+        common shape, else block by block."""
         cut = data.rfind(b"\r\n\r\n") + 4  # the end of the last whole event
         if cut <= self.max_event_bytes:  # no event in it can be past the limit
-            text = (data if cut == len(data) else data[:cut]).decode("utf-8", "replace")
-            whole = whole_events(text, "\r\n")
+            # a slice of a whole bytes object is that object: no copy for a read ending its event
+            whole = whole_events(data[:cut].decode("utf-8", "replace"), "\r\n")
             if whole is not None:
                 if cut < len(data):
                     self._hold(_lf(data[cut:]))
                 return whole
+        return self._crlf_blocks(data)
+
+    def _crlf_blocks(self, data: bytes) -> list[SseEvent]:
+        """The events of ``data`` (no event held before it) split on CRLF CRLF, block by block;
+        a block with other line ends is normalised alone; an unterminated tail is held."""
         blocks = data.split(b"\r\n\r\n")
         tail = blocks.pop()
         events: list[SseEvent] = []

@@ -4,8 +4,9 @@ It POSTs ``{base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (``b
 the root, as google-genai takes it: ``LocalProvider.url`` or
 ``https://generativelanguage.googleapis.com``) with the key in ``x-goog-api-key``, never in
 the URL (URLs end up in logs). The body comes from ``request.py``, the translation from
-``translate.py``; credential, guard, limits and failures are the shared SSE core. Failures are
-``LlmError`` with the codes of docs/protocol.md §4: an error body's ``google.rpc`` status
+``translate.py``; credential, guard, limits and failures are the shared core; the path, its
+query, the media type and the key variables are its row of the wire table (``chunkscope._wires``).
+Failures are ``LlmError`` with the codes of docs/protocol.md §4: an error body's ``google.rpc`` status
 decides (``_failures.google_rpc_error``: ``RESOURCE_EXHAUSTED`` → ``RATE_LIMIT`` or ``QUOTA``,
 ``RetryInfo`` → the retry delay), as it does for an ``{"error": …}`` object inside the stream.
 """
@@ -18,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-import httpx
 from typing_extensions import Unpack
 
 from ..._wires import WIRE_FACTS
@@ -73,7 +73,6 @@ class GeminiAdapter(EventStreamAdapter):
 
     wire = WIRE_FACTS["gemini"]  # provider name, key variables, media type, request path
     supported_options: ClassVar[frozenset[str]] = frozenset(OPTIONAL_OPTIONS)
-    path = "/v1beta/models"
     api_name = "Gemini API"
     framing = CrlfSseDecoder  # a copy-free path for the CRLF the Gemini API frames with
 
@@ -109,13 +108,12 @@ class GeminiAdapter(EventStreamAdapter):
 
     # -- the wire --
 
-    def request_url(self, options: GenerateOptions) -> str:
-        """``{base_url}/{api_version}/models/{model}:streamGenerateContent?alt=sse`` (the model
-        percent-encoded; a query in ``base_url`` is kept)."""
+    def path_fields(self, options: GenerateOptions) -> dict[str, str]:
+        """The row's path fields: ``api_version`` and the model (a ``models/`` prefix dropped,
+        percent-encoded), so the call posts to
+        ``{base_url}/{api_version}/models/{model}:streamGenerateContent?alt=sse``."""
         model = quote(options.model.removeprefix("models/"), safe="-._~@")
-        url = httpx.URL(self.base_url)
-        path = f"{url.path.rstrip('/')}/{self.api_version}/models/{model}:streamGenerateContent"
-        return str(url.copy_with(raw_path=(path.encode() + b"?" + _query(url))))
+        return {"api_version": self.api_version, "model": model}
 
     def request_body(self, options: GenerateOptions) -> dict[str, Any]:
         """The JSON body ``stream()`` sends for ``options`` (for inspection and tests)."""
@@ -139,9 +137,3 @@ class GeminiAdapter(EventStreamAdapter):
             self._signatures.move_to_end(call_id)
         while len(self._signatures) > _SIGNATURES_KEPT:
             self._signatures.popitem(last=False)
-
-
-def _query(url: httpx.URL) -> bytes:
-    """The request's query: the base URL's own, then ``alt=sse`` (the SSE form of the answer)."""
-    own = url.query
-    return own + b"&alt=sse" if own else b"alt=sse"

@@ -182,13 +182,23 @@ def build_body(
     if system:
         body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
     if options.tools:
-        declarations = []
-        for tool in options.tools:
-            declaration: dict[str, Any] = {"name": tool.name, "parametersJsonSchema": dict(tool.parameters)}
-            if tool.description:
-                declaration["description"] = tool.description
-            declarations.append(declaration)
-        body["tools"] = [{"functionDeclarations": declarations}]
+        body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in options.tools]}]
+    config = _generation_config(options, info)
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _declaration(tool: Any) -> dict[str, Any]:
+    """One tool as a ``functionDeclarations`` entry."""
+    declaration: dict[str, Any] = {"name": tool.name, "parametersJsonSchema": dict(tool.parameters)}
+    if tool.description:
+        declaration["description"] = tool.description
+    return declaration
+
+
+def _generation_config(options: GenerateOptions, info: ModelInfo | None) -> dict[str, Any]:
+    """The body's ``generationConfig``: sampling, limits, stops and thinking (empty for none)."""
     config: dict[str, Any] = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
@@ -199,9 +209,7 @@ def build_body(
     thinking = thinking_config(options.model, options.reasoning_effort, info)
     if thinking is not None:
         config["thinkingConfig"] = thinking
-    if config:
-        body["generationConfig"] = config
-    return body
+    return config
 
 
 def sent_options(body: dict[str, Any]) -> SentOptions:

@@ -3,7 +3,8 @@
 ``POST {base_url}/chat/completions`` with ``stream: true`` and
 ``stream_options.include_usage``. The request comes from ``request.py``, the
 translation from ``translate.py``; everything else (credential, guard,
-limits, failures) is the shared SSE core (``_core.EventStreamAdapter``).
+limits, failures) is the shared core (``_core.EventStreamAdapter``); the path, media
+type and key variables are its row of the wire table (``chunkscope._wires``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``POST {base_url}/responses`` with ``stream: true`` and ``store: false`` (``base_url`` as the
 official SDK takes it: ``https://api.openai.com/v1``, ``LocalProvider().base_url``). The body
 comes from ``request.py``, the translation from ``translate.py``; credential, guard, limits
-and failures are the shared SSE core (``_core.EventStreamAdapter``).
+and failures are the shared core (``_core.EventStreamAdapter``); the path, media
+type and key variable are its row of the wire table (``chunkscope._wires``).
 
 Failures are ``LlmError`` with the codes of docs/protocol.md §4: an error answer by its status
 and body (OpenAI-shaped, the one table of ``_failures``), an ``error`` event inside the stream

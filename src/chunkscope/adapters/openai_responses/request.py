@@ -75,14 +75,21 @@ def build_body(options: GenerateOptions, info: ModelInfo | None = None) -> dict[
         body["temperature"] = options.temperature
     if options.max_tokens is not None:
         body["max_output_tokens"] = options.max_tokens
-    effort = options.reasoning_effort
+    reasoning = _reasoning(options.reasoning_effort, info)
+    if reasoning is not None:
+        body["reasoning"] = reasoning
+    return body
+
+
+def _reasoning(effort: str | None, info: ModelInfo | None) -> dict[str, str] | None:
+    """The body's ``reasoning`` for ``effort`` (else the model's default effort); None for none."""
     if effort is None and info is not None and info.reasoning is not None:
         effort = info.reasoning.default
     if effort == "off":
-        body["reasoning"] = {"effort": OFF_EFFORT}
-    elif effort is not None:
-        body["reasoning"] = {"effort": effort, "summary": "auto"}
-    return body
+        return {"effort": OFF_EFFORT}
+    if effort is not None:
+        return {"effort": effort, "summary": "auto"}
+    return None
 
 
 def _text_of(blocks: Sequence[Any]) -> str:
