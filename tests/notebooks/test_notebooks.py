@@ -186,7 +186,9 @@ def test_saved_adapter_notebook_shows_each_step_fault_and_abort(tmp_path: Path) 
         "dialect-done-no-blank-line",
         "abort",
     }
-    assert green["headline"].startswith("ConformingAdapter conforms on the openai wire: 36/36 cases clean")
+    cases = len(green["rows"])  # the kit's cases grow with the local provider's scenarios
+    clean = f"ConformingAdapter conforms on the openai wire: {cases}/{cases} cases clean"
+    assert green["headline"].startswith(clean)
     assert all(row["ok"] for row in green["rows"]) and len(green["rows"]) == len(red["rows"])
     printed = "".join(output.get("text", "") for cell in saved.cells for output in cell.get("outputs", []))
     assert "OpenAICompatAdapter conforms on the openai wire" in printed
