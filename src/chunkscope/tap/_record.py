@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkscope.protocol import StreamResult
-from chunkscope.sources.recording import read_line, recording_header, recording_line
+from chunkscope.sources.recording import read_line, recording_header, recording_line, stored_time
 
 from ._call import TapCall
 
@@ -198,10 +198,10 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
                 file.writelines(spill.lines())
             for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
                 body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-                file.write(recording_line({"t": round(t, 6), "chunk": body}))
+                file.write(recording_line({"t": stored_time(t), "chunk": body}))
             if result.error is not None:
                 t = call.timings.total_s or 0.0
-                file.write(recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()}))
+                file.write(recording_line({"t": stored_time(t), "error": result.error.failure.to_dict()}))
         return _place(temporary, folder, stem)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
