@@ -46,10 +46,10 @@ def _seen(call: TapCall) -> dict[str, Any]:
     return {
         "row": {k: v for k, v in call.row().items() if k != "id"},
         "chunks": [chunk.to_dict() for chunk in call.chunks],
-        "chunk_times": [round(t, 6) for t in call.chunk_times],  # a recording keeps microseconds
+        "chunk_times": call.chunk_times,  # exact: the tap stamps its marks as a recording keeps them
         "violations": [(v.rule, v.position, v.message) for v in call.violations],
         "code": call.error_code,
-        "timings": {k: v if v is None else round(v, 6) for k, v in vars(call.timings).items()},
+        "timings": dict(vars(call.timings)),
         "raw": call.raw,
         "request": (call.method, call.path, call.request_headers, call.request_body),
         "response": (call.status, call.response_headers, call.streaming),

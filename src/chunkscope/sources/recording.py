@@ -53,6 +53,7 @@ __all__ = [
     "read_line",
     "recording_header",
     "recording_line",
+    "stored_time",
 ]
 
 FORMAT_VERSION = 2
@@ -87,9 +88,15 @@ def recording_header(
     }
 
 
+def stored_time(seconds: float) -> float:
+    """``seconds`` to the microsecond, as a recording keeps a time: a live view that stamps its
+    marks with it shows the same figures as a replay of its recording."""
+    return round(seconds, 6)
+
+
 def read_line(t: float, data: bytes) -> bytes:
     """One ``read`` line: the bytes of one response read, base64, at ``t`` seconds."""
-    return recording_line({"t": round(t, 6), "read": base64.b64encode(data).decode("ascii")})
+    return recording_line({"t": stored_time(t), "read": base64.b64encode(data).decode("ascii")})
 
 
 def recording_line(obj: dict[str, Any]) -> bytes:

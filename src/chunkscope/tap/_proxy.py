@@ -71,6 +71,7 @@ import h11
 import httpx
 
 from chunkscope.protocol import LlmError, StreamInspector, StreamResult
+from chunkscope.sources.recording import stored_time
 from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
@@ -250,12 +251,12 @@ class _Exchange:
                 self.encoded = True
                 self.call.withheld_encoding = value.strip().lower().decode("latin-1")
         # Status and headers are filled in on the parser thread: redacting them is not the client's wait.
-        self.put((self.parser, "head", t - self.started, response))
+        self.put((self.parser, "head", stored_time(t - self.started), response))
 
     def read(self, t: float, body: bytes) -> None:
         """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread
         (past its backlog, the upstream is not read until the parser catches up)."""
-        t -= self.started
+        t = stored_time(t - self.started)  # the recording's own figure: live and replay agree
         tap = self.tap
         tap._queued_in += len(body)
         if tap._queued_in - tap._queued_out > tap.max_parse_backlog and self.upstream is not None:
@@ -279,7 +280,7 @@ class _Exchange:
     def end(self, outcome: LlmError | None) -> None:
         if not self.ended:
             self.ended = True
-            self.put((self.parser, "end", now() - self.started, outcome))
+            self.put((self.parser, "end", stored_time(now() - self.started), outcome))
             call = self.call
             self.tap._ended(call, min(self.kept, self.share) + len(call.request_body))
 

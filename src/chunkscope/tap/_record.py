@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkscope.protocol import StreamResult
-from chunkscope.sources.recording import read_line, recording_header, recording_line
+from chunkscope.sources.recording import read_line, recording_header, recording_line, stored_time
 
 from ._call import TapCall
 
@@ -214,7 +214,7 @@ def _result_lines(call: TapCall, result: StreamResult) -> Iterator[bytes]:
     """The recording's chunk lines, at their times, then its error line (if the call failed)."""
     for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
         body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-        yield recording_line({"t": round(t, 6), "chunk": body})
+        yield recording_line({"t": stored_time(t), "chunk": body})
     if result.error is not None:
         t = call.timings.total_s or 0.0
-        yield recording_line({"t": round(t, 6), "error": result.error.failure.to_dict()})
+        yield recording_line({"t": stored_time(t), "error": result.error.failure.to_dict()})
