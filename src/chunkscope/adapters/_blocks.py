@@ -56,11 +56,13 @@ __all__ = [
     "TEXT",
     "TOOL_CALL",
     "BlockWriter",
+    "WholePart",
     "new_chunk",
     "set_dict",
     "set_extra",
     "set_fields",
     "set_private",
+    "whole_chunks",
 ]
 
 TEXT: Final = "text"
@@ -332,3 +334,38 @@ class BlockWriter:
         if usage is not None:
             self.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
         self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": replay_state}))
+
+
+WholePart = tuple[str, str] | tuple[str, str | None, str, str]
+"""One block of a whole (non-streaming) answer, in order: ``(TEXT, text)``, ``(REASONING, text)``
+or ``(TOOL_CALL, id or None, name, arguments)``."""
+
+
+def whole_chunks(
+    parts: list[WholePart],
+    usage: TokenUsage | None,
+    finish: FinishReason | None,
+    id_prefix: str = "call-",
+) -> list[AnyChunk]:
+    """A whole answer as the chunks its stream would have been: its blocks, usage and finish.
+
+    The tap reads a non-streaming call through the same reader as a stream, so its recording
+    reads back (check, replay, usage frames) as the tap saw it; empty text parts write nothing.
+    """
+    writer = BlockWriter(id_prefix)
+    for part in parts:
+        if part[0] == TOOL_CALL and len(part) == 4:
+            _, call_id, name, arguments = part
+            if call_id is not None:
+                writer.reserve_id(call_id)
+            writer.open_tool(call_id, name)
+            writer.tool_call(fragment=arguments)
+        elif len(part) == 2 and part[1]:
+            writer.text(part[0], part[1])
+    if finish is not None:
+        writer.finish(finish, usage)
+    else:
+        writer.close()
+        if usage is not None:
+            writer.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
+    return writer.take()

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
-from .._blocks import TOOL_CALL, BlockWriter
+from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import (
     error_code,
@@ -46,7 +46,7 @@ from .._failures import (
 from .._finish import PAUSE_TURN_KEY, finish_failure
 
 __all__ = [
-    "read_whole",
+    "read_whole", "whole_answer",
     "AnthropicTranslator",
     "anthropic_error_code",
     "map_stop_reason",
@@ -645,3 +645,27 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         )
     reason = body.get("stop_reason")
     return usage, map_stop_reason(reason) if isinstance(reason, str) else None
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Messages answer as the chunks its stream would have been (server-side
+    tool blocks, which Anthropic runs itself, are not the client's to run: left out)."""
+    content = body.get("content")
+    parts: list[WholePart] = []
+    for block in content if isinstance(content, list) else []:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append((TEXT, block["text"]))
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append((REASONING, block["thinking"]))
+        elif kind == "tool_use" and isinstance(block.get("name"), str):
+            call_id = block.get("id")
+            parts.append(
+                (
+                    TOOL_CALL,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    block["name"],
+                    json.dumps(block.get("input", {}), ensure_ascii=False),
+                )
+            )
+    return whole_chunks(parts, *read_whole(body), "toolu_chunkscope_")

@@ -47,12 +47,13 @@ Ignored, on purpose: ``reasoningContent.signature`` and ``reasoningContent.redac
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter
+from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
 from .._core.payload import parse_reference, scan_json
 from .._failures import (
     MAX_CAUSE_CHARS,
@@ -65,7 +66,11 @@ from .._failures import (
 from .._finish import finish_failure
 from .framing import EventFrame
 
-__all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole"]
+_SERVER_TOOL = "server_tool_use"
+"""The ``toolUse.type`` of a tool AWS runs itself (Nova's ``nova_code_interpreter``): its
+result follows in the stream, so it is never a call for the client to run."""
+
+__all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole", "whole_answer"]
 
 
 _EXCEPTION_CODES: dict[str, str] = {
@@ -476,3 +481,33 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
             usage = None
     reason = body.get("stopReason")
     return usage, map_stop_reason(reason) if isinstance(reason, str) else None
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Converse answer as the chunks its stream would have been (a server-side
+    tool AWS runs, ``toolUse`` of type ``server_tool_use``, is not the client's: left out)."""
+    output = body.get("output")
+    message = output.get("message") if isinstance(output, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    parts: list[WholePart] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        reasoning = block.get("reasoningContent")
+        reasoning = reasoning.get("reasoningText") if isinstance(reasoning, dict) else None
+        use = block.get("toolUse")
+        if isinstance(block.get("text"), str):
+            parts.append((TEXT, block["text"]))
+        elif isinstance(reasoning, dict) and isinstance(reasoning.get("text"), str):
+            parts.append((REASONING, reasoning["text"]))
+        elif isinstance(use, dict) and isinstance(use.get("name"), str) and use.get("type") != _SERVER_TOOL:
+            call_id = use.get("toolUseId")
+            parts.append(
+                (
+                    TOOL_CALL,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    use["name"],
+                    json.dumps(use.get("input", {}), ensure_ascii=False),
+                )
+            )
+    return whole_chunks(parts, *read_whole(body), "tooluse_chunkscope_")

@@ -57,19 +57,29 @@ from .._blocks import (
     DELTA_FIELDS,
     REASONING,
     TEXT,
+    TOOL_CALL,
     BlockWriter,
+    WholePart,
     new_chunk,
     set_dict,
     set_extra,
     set_fields,
     set_private,
+    whole_chunks,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import bounded, preview, stream_error
 from .._finish import FINISH_CODES
 from ._partial import ArgumentText, parse_json_path
 
-__all__ = ["MADE_UP_ID_PREFIX", "GeminiTranslator", "map_finish_reason", "map_usage", "read_whole"]
+__all__ = [
+    "MADE_UP_ID_PREFIX",
+    "GeminiTranslator",
+    "map_finish_reason",
+    "map_usage",
+    "read_whole",
+    "whole_answer",
+]
 
 MADE_UP_ID_PREFIX = "call_chunkscope_"
 """The start of an id made up for a ``functionCall`` the wire sent without one (the request
@@ -482,3 +492,28 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
                 failure=LlmFailure(message=f"the prompt was blocked: {reason}", code="CONTENT_FILTER"),
             )
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming ``generateContent`` answer as the chunks its stream would have been
+    (code Gemini ran itself, ``executableCode`` / ``codeExecutionResult``, is left out)."""
+    candidates = body.get("candidates")
+    first = candidates[0] if isinstance(candidates, list) and candidates else None
+    content = first.get("content") if isinstance(first, dict) else None
+    raw = content.get("parts") if isinstance(content, dict) else None
+    parts: list[WholePart] = []
+    for part in raw if isinstance(raw, list) else []:
+        call = part.get("functionCall") if isinstance(part, dict) else None
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append((REASONING if part.get("thought") is True else TEXT, part["text"]))
+        elif isinstance(call, dict) and isinstance(call.get("name"), str):
+            call_id = call.get("id")
+            parts.append(
+                (
+                    TOOL_CALL,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    call["name"],
+                    json.dumps(call.get("args", {}), ensure_ascii=False),
+                )
+            )
+    return whole_chunks(parts, *read_whole(body), MADE_UP_ID_PREFIX)

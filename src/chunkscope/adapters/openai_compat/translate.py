@@ -58,12 +58,12 @@ from chunkscope.protocol.shared import (
     type_phrase,
 )
 
-from .._blocks import REASONING, TEXT, BlockWriter
+from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
-__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole"]
+__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole", "whole_answer"]
 
 _DONE = "[DONE]"
 """The chat-completions stream's terminator: an SSE data text that is not JSON."""
@@ -661,3 +661,33 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         if isinstance(reason, str):
             finish = map_finish_reason(reason)
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming chat-completions answer as the chunks its stream would have been."""
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = first.get("message")
+    message = message if isinstance(message, dict) else {}
+    parts: list[WholePart] = []
+    for name in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(name), str):
+            parts.append((REASONING, message[name]))
+            break
+    if isinstance(message.get("content"), str):
+        parts.append((TEXT, message["content"]))
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            call_id = call.get("id")
+            arguments = function.get("arguments")
+            parts.append(
+                (
+                    TOOL_CALL,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    function["name"],
+                    arguments if isinstance(arguments, str) else "",
+                )
+            )
+    return whole_chunks(parts, *read_whole(body), "call-")

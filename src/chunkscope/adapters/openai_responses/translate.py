@@ -60,17 +60,19 @@ from .._blocks import (
     TEXT,
     TOOL_CALL,
     BlockWriter,
+    WholePart,
     new_chunk,
     set_dict,
     set_extra,
     set_fields,
     set_private,
+    whole_chunks,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
 from .._finish import finish_failure
 
-__all__ = ["ResponsesTranslator", "map_usage", "read_whole", "responses_error_code"]
+__all__ = ["ResponsesTranslator", "map_usage", "read_whole", "whole_answer", "responses_error_code"]
 
 _ITEM_KINDS = {"message": TEXT, "reasoning": REASONING, "function_call": TOOL_CALL}
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -656,3 +658,35 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         else:
             finish = FinishReason(kind="stop")
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Responses answer as the chunks its stream would have been (built-in
+    tool items OpenAI runs itself, such as ``web_search_call``, are left out)."""
+    output = body.get("output")
+    parts: list[WholePart] = []
+    for item in output if isinstance(output, list) else []:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "reasoning":
+            summary = item.get("summary")
+            for piece in summary if isinstance(summary, list) else []:
+                if isinstance(piece, dict) and isinstance(piece.get("text"), str):
+                    parts.append((REASONING, piece["text"]))
+        elif kind == "message":
+            content = item.get("content")
+            for piece in content if isinstance(content, list) else []:
+                if isinstance(piece, dict) and piece.get("type") == "output_text":
+                    text = piece.get("text")
+                    parts.append((TEXT, text if isinstance(text, str) else ""))
+        elif kind == "function_call" and isinstance(item.get("name"), str):
+            call_id = item.get("call_id")
+            arguments = item.get("arguments")
+            parts.append(
+                (
+                    TOOL_CALL,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    item["name"],
+                    arguments if isinstance(arguments, str) else "",
+                )
+            )
+    return whole_chunks(parts, *read_whole(body), "call_chunkscope_")
