@@ -22,6 +22,7 @@ block may go live while another is still open) and its finish and usage mapping.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -62,7 +63,9 @@ __all__ = [
     "set_extra",
     "set_fields",
     "set_private",
+    "whole_call",
     "whole_chunks",
+    "whole_dicts",
 ]
 
 TEXT: Final = "text"
@@ -369,3 +372,17 @@ def whole_chunks(
         if usage is not None:
             writer.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
     return writer.take()
+
+
+def whole_dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a whole answer's list field (nothing when it is not a list)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def whole_call(call_id: Any, name: Any, arguments: Any) -> list[WholePart]:
+    """A whole answer's tool call as its one part (none without a name): the wire's id when it
+    sent one, its arguments as text (a JSON value as JSON, a string as sent)."""
+    if not isinstance(name, str) or not name:
+        return []
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
+    return [(TOOL_CALL, call_id if isinstance(call_id, str) and call_id else None, name, text)]

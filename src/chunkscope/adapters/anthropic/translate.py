@@ -33,7 +33,16 @@ from typing import Any, Literal
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
+from .._blocks import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import (
     error_code,
@@ -46,7 +55,8 @@ from .._failures import (
 from .._finish import PAUSE_TURN_KEY, finish_failure
 
 __all__ = [
-    "read_whole", "whole_answer",
+    "read_whole",
+    "whole_answer",
     "AnthropicTranslator",
     "anthropic_error_code",
     "map_stop_reason",
@@ -264,8 +274,8 @@ class AnthropicTranslator:
         handler = _HANDLERS.get(kind) if kind is not None else None
         if handler is None:
             return []  # a ping, or an event type added after this adapter was written
-        if not self._started:
-            raise _malformed(f"Anthropic stream sent {kind} before message_start", self.request_id)
+        # message_start carries the id, model and first usage, none of them needed to read the
+        # content: a stream that opens without it is read on (as Bedrock's without messageStart).
         handler(self, data)
         return self._writer.take()
 
@@ -650,22 +660,12 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
 def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
     """A non-streaming Messages answer as the chunks its stream would have been (server-side
     tool blocks, which Anthropic runs itself, are not the client's to run: left out)."""
-    content = body.get("content")
     parts: list[WholePart] = []
-    for block in content if isinstance(content, list) else []:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append((TEXT, block["text"]))
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            parts.append((REASONING, block["thinking"]))
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            call_id = block.get("id")
-            parts.append(
-                (
-                    TOOL_CALL,
-                    call_id if isinstance(call_id, str) and call_id else None,
-                    block["name"],
-                    json.dumps(block.get("input", {}), ensure_ascii=False),
-                )
-            )
+    for block in whole_dicts(body.get("content")):
+        kind = block.get("type")
+        field = "text" if kind == "text" else "thinking" if kind == "thinking" else None
+        if field is not None and isinstance(block.get(field), str):
+            parts.append((TEXT if field == "text" else REASONING, block[field]))
+        elif kind == "tool_use":
+            parts += whole_call(block.get("id"), block.get("name"), block.get("input"))
     return whole_chunks(parts, *read_whole(body), "toolu_chunkscope_")

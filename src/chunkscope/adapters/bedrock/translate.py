@@ -47,13 +47,21 @@ Ignored, on purpose: ``reasoningContent.signature`` and ``reasoningContent.redac
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
+from .._blocks import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import parse_reference, scan_json
 from .._failures import (
     MAX_CAUSE_CHARS,
@@ -168,6 +176,7 @@ class BedrockTranslator:
         self._calls = 0
         self._usage: TokenUsage | None = None
         self._bad_call: str | None = None  # the first completed call whose input is not a JSON object
+        self._server: set[int] = set()  # wire indexes of tools AWS runs itself (server_tool_use)
 
     # --- entry points ---------------------------------------------------------
 
@@ -238,13 +247,14 @@ class BedrockTranslator:
         if event_type == "messageStart":
             if self._started:
                 raise self._malformed("Bedrock stream sent a second messageStart")
+            if self._blocks or self._server:
+                raise self._malformed("Bedrock stream sent messageStart after its content began")
             self._started = True
             return []
         handler = _HANDLERS.get(event_type)
         if handler is None:
             return []  # an event type added after this adapter was written
-        if not self._started:
-            raise self._malformed(f"Bedrock stream sent {event_type} before messageStart")
+        # messageStart carries only the role: a stream that opens without it is read on.
         handler(self, payload)
         return self._writer.take()
 
@@ -302,6 +312,11 @@ class BedrockTranslator:
         tool = start.get("toolUse") if type(start) is dict else None
         if type(tool) is not dict:
             return  # a start for a block type we do not show (toolResult, image): its deltas are skipped
+        if tool.get("type") == _SERVER_TOOL:
+            # A tool AWS runs (Nova's nova_code_interpreter), its result in the next block: no
+            # client call, so an agent loop never runs it; its input deltas are skipped too.
+            self._server.add(index)
+            return
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise self._malformed(f"toolUse block {index} without a name")
@@ -316,9 +331,9 @@ class BedrockTranslator:
         self._content = True
 
     def _delta(self, payload: dict[str, Any]) -> None:
-        if not self._started:
-            raise self._malformed("Bedrock stream sent contentBlockDelta before messageStart")
         index = self._index(payload, "contentBlockDelta")
+        if index in self._server:
+            return
         delta = payload.get("delta")
         if type(delta) is not dict:
             raise self._malformed("contentBlockDelta without a delta object")
@@ -342,11 +357,16 @@ class BedrockTranslator:
     def _text(self, index: int, kind: str, piece: Any, field: str) -> None:
         if not isinstance(piece, str):
             raise self._malformed(f"contentBlockDelta {field} is not a string")
+        if not piece:
+            # An empty delta (Kimi K2 opens each text block with one) writes nothing and opens
+            # nothing: the block opens with its first text, on this general path that notes it.
+            if index == self._live and kind != self._live_kind:
+                self._enter(index, kind, "contentBlockDelta")  # says what is wrong
+            return
         if index != self._live or kind != self._live_kind:
             self._enter(index, kind, "contentBlockDelta")
-        if piece:
-            self._writer.text(kind, piece)
-            self._content = True
+        self._writer.text(kind, piece)
+        self._content = True
 
     def _tool_input(self, index: int, tool: Any) -> None:
         if index != self._live or self._live_kind != TOOL_CALL:
@@ -488,11 +508,8 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
     tool AWS runs, ``toolUse`` of type ``server_tool_use``, is not the client's: left out)."""
     output = body.get("output")
     message = output.get("message") if isinstance(output, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
     parts: list[WholePart] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
+    for block in whole_dicts(message.get("content") if isinstance(message, dict) else None):
         reasoning = block.get("reasoningContent")
         reasoning = reasoning.get("reasoningText") if isinstance(reasoning, dict) else None
         use = block.get("toolUse")
@@ -500,14 +517,6 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
             parts.append((TEXT, block["text"]))
         elif isinstance(reasoning, dict) and isinstance(reasoning.get("text"), str):
             parts.append((REASONING, reasoning["text"]))
-        elif isinstance(use, dict) and isinstance(use.get("name"), str) and use.get("type") != _SERVER_TOOL:
-            call_id = use.get("toolUseId")
-            parts.append(
-                (
-                    TOOL_CALL,
-                    call_id if isinstance(call_id, str) and call_id else None,
-                    use["name"],
-                    json.dumps(use.get("input", {}), ensure_ascii=False),
-                )
-            )
+        elif isinstance(use, dict) and use.get("type") != _SERVER_TOOL:
+            parts += whole_call(use.get("toolUseId"), use.get("name"), use.get("input"))
     return whole_chunks(parts, *read_whole(body), "tooluse_chunkscope_")

@@ -57,7 +57,6 @@ from .._blocks import (
     DELTA_FIELDS,
     REASONING,
     TEXT,
-    TOOL_CALL,
     BlockWriter,
     WholePart,
     new_chunk,
@@ -65,7 +64,9 @@ from .._blocks import (
     set_extra,
     set_fields,
     set_private,
+    whole_call,
     whole_chunks,
+    whole_dicts,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import bounded, preview, stream_error
@@ -497,23 +498,13 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
 def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
     """A non-streaming ``generateContent`` answer as the chunks its stream would have been
     (code Gemini ran itself, ``executableCode`` / ``codeExecutionResult``, is left out)."""
-    candidates = body.get("candidates")
-    first = candidates[0] if isinstance(candidates, list) and candidates else None
-    content = first.get("content") if isinstance(first, dict) else None
-    raw = content.get("parts") if isinstance(content, dict) else None
+    candidates = whole_dicts(body.get("candidates"))
+    content = candidates[0].get("content") if candidates else None
     parts: list[WholePart] = []
-    for part in raw if isinstance(raw, list) else []:
-        call = part.get("functionCall") if isinstance(part, dict) else None
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
+    for part in whole_dicts(content.get("parts") if isinstance(content, dict) else None):
+        call = part.get("functionCall")
+        if isinstance(part.get("text"), str):
             parts.append((REASONING if part.get("thought") is True else TEXT, part["text"]))
-        elif isinstance(call, dict) and isinstance(call.get("name"), str):
-            call_id = call.get("id")
-            parts.append(
-                (
-                    TOOL_CALL,
-                    call_id if isinstance(call_id, str) and call_id else None,
-                    call["name"],
-                    json.dumps(call.get("args", {}), ensure_ascii=False),
-                )
-            )
+        elif isinstance(call, dict):
+            parts += whole_call(call.get("id"), call.get("name"), call.get("args"))
     return whole_chunks(parts, *read_whole(body), MADE_UP_ID_PREFIX)

@@ -58,7 +58,15 @@ from chunkscope.protocol.shared import (
     type_phrase,
 )
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter, WholePart, whole_chunks
+from .._blocks import (
+    REASONING,
+    TEXT,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
@@ -665,29 +673,17 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
 
 def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
     """A non-streaming chat-completions answer as the chunks its stream would have been."""
-    choices = body.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    message = first.get("message")
+    choices = whole_dicts(body.get("choices"))
+    message = choices[0].get("message") if choices else None
     message = message if isinstance(message, dict) else {}
     parts: list[WholePart] = []
-    for name in ("reasoning_content", "reasoning"):
-        if isinstance(message.get(name), str):
-            parts.append((REASONING, message[name]))
-            break
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
+    if isinstance(reasoning, str):
+        parts.append((REASONING, reasoning))
     if isinstance(message.get("content"), str):
         parts.append((TEXT, message["content"]))
-    calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            call_id = call.get("id")
-            arguments = function.get("arguments")
-            parts.append(
-                (
-                    TOOL_CALL,
-                    call_id if isinstance(call_id, str) and call_id else None,
-                    function["name"],
-                    arguments if isinstance(arguments, str) else "",
-                )
-            )
+    for call in whole_dicts(message.get("tool_calls")):
+        function = call.get("function")
+        if isinstance(function, dict):
+            parts += whole_call(call.get("id"), function.get("name"), function.get("arguments", ""))
     return whole_chunks(parts, *read_whole(body), "call-")

@@ -66,7 +66,9 @@ from .._blocks import (
     set_extra,
     set_fields,
     set_private,
+    whole_call,
     whole_chunks,
+    whole_dicts,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
@@ -663,30 +665,26 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
 def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
     """A non-streaming Responses answer as the chunks its stream would have been (built-in
     tool items OpenAI runs itself, such as ``web_search_call``, are left out)."""
-    output = body.get("output")
     parts: list[WholePart] = []
-    for item in output if isinstance(output, list) else []:
-        kind = item.get("type") if isinstance(item, dict) else None
+    for item in whole_dicts(body.get("output")):
+        kind = item.get("type")
         if kind == "reasoning":
-            summary = item.get("summary")
-            for piece in summary if isinstance(summary, list) else []:
-                if isinstance(piece, dict) and isinstance(piece.get("text"), str):
-                    parts.append((REASONING, piece["text"]))
+            parts += [
+                (REASONING, p["text"])
+                for p in whole_dicts(item.get("summary"))
+                if isinstance(p.get("text"), str)
+            ]
         elif kind == "message":
-            content = item.get("content")
-            for piece in content if isinstance(content, list) else []:
-                if isinstance(piece, dict) and piece.get("type") == "output_text":
-                    text = piece.get("text")
-                    parts.append((TEXT, text if isinstance(text, str) else ""))
-        elif kind == "function_call" and isinstance(item.get("name"), str):
-            call_id = item.get("call_id")
-            arguments = item.get("arguments")
-            parts.append(
-                (
-                    TOOL_CALL,
-                    call_id if isinstance(call_id, str) and call_id else None,
-                    item["name"],
-                    arguments if isinstance(arguments, str) else "",
-                )
-            )
+            parts += [(TEXT, p["text"]) for p in _output_texts(item)]
+        elif kind == "function_call":
+            parts += whole_call(item.get("call_id"), item.get("name"), item.get("arguments", ""))
     return whole_chunks(parts, *read_whole(body), "call_chunkscope_")
+
+
+def _output_texts(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A message item's ``output_text`` parts that hold text."""
+    return [
+        p
+        for p in whole_dicts(item.get("content"))
+        if p.get("type") == "output_text" and isinstance(p.get("text"), str)
+    ]
