@@ -358,7 +358,7 @@ def test_skips_content_blocks_it_cannot_represent() -> None:
 
 
 def test_an_empty_response_is_an_error_finish_with_code_empty_response() -> None:
-    chunks = translate([message_start(), message_delta("end_turn", 0), message_stop()])
+    chunks = translate([message_start(output_tokens=0), message_delta("end_turn", 0), message_stop()])
     reason = finish(chunks).reason
     assert reason.kind == "error"
     assert reason.failure is not None and reason.failure.code == "EMPTY_RESPONSE"

@@ -43,6 +43,8 @@ from chunkscope.protocol import (
     Usage,
 )
 from chunkscope.protocol.shared import (  # chunk models without re-validation (hot path)
+    UsageFinding,
+    attach_usage_findings,
     new_chunk,
     set_dict,
     set_extra,
@@ -322,6 +324,7 @@ class BlockWriter:
         reason: FinishReason,
         usage: TokenUsage | None = None,
         replay_state: dict[str, Any] | None = None,
+        findings: tuple[UsageFinding, ...] = (),
     ) -> None:
         """Close the open block, then write the usage (when given) and the finish chunk.
 
@@ -329,13 +332,18 @@ class BlockWriter:
             reason: why the stream ended.
             usage: the stream's token usage, or None when the wire reported none.
             replay_state: what a later request needs to replay this turn, or None.
+            findings: the usage-arithmetic findings of the wire's raw counts (``_arithmetic``),
+                handed on with the usage chunk for the checker.
 
         Raises:
             LlmError: ``MALFORMED_RESPONSE`` when closing an open tool call that has no name.
         """
         self.close()
         if usage is not None:
-            self.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
+            chunk = trusted(Usage, {"type": "usage", "usage": usage})
+            if findings:
+                attach_usage_findings(chunk, findings)
+            self.out.append(chunk)
         self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": replay_state}))
 
 
@@ -349,6 +357,7 @@ def whole_chunks(
     usage: TokenUsage | None,
     finish: FinishReason | None,
     id_prefix: str = "call-",
+    findings: tuple[UsageFinding, ...] = (),
 ) -> list[AnyChunk]:
     """A whole answer as the chunks its stream would have been: its blocks, usage and finish.
 
@@ -366,11 +375,14 @@ def whole_chunks(
         elif len(part) == 2 and part[1]:
             writer.text(part[0], part[1])
     if finish is not None:
-        writer.finish(finish, usage)
+        writer.finish(finish, usage, findings=findings)
     else:
         writer.close()
         if usage is not None:
-            writer.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
+            chunk = trusted(Usage, {"type": "usage", "usage": usage})
+            if findings:
+                attach_usage_findings(chunk, findings)
+            writer.out.append(chunk)
     return writer.take()
 
 

@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
+from chunkscope.protocol.shared import UsageFinding
 
+from .._arithmetic import anthropic_decrease, anthropic_findings
 from .._blocks import (
     REASONING,
     TEXT,
@@ -192,6 +194,8 @@ class AnthropicTranslator:
         self._cache_read: int | None = None
         self._cache_write: int | None = None
         self._reasoning_tokens: int | None = None
+        self._seen: dict[str, int] = {}  # each top-level usage count as last sent (cumulative)
+        self._findings: tuple[UsageFinding, ...] = ()  # usage-arithmetic findings so far
         self._redacted: list[str] = []
 
     # --- entry points ---------------------------------------------------------
@@ -317,15 +321,19 @@ class AnthropicTranslator:
         rid = self.request_id
         value = _count(usage.get("input_tokens"), "input_tokens", rid)
         if value is not None:
+            self._seen_count("input_tokens", value)
             self._input_tokens = value
         value = _count(usage.get("output_tokens"), "output_tokens", rid)
         if value is not None:
+            self._seen_count("output_tokens", value)
             self._output_tokens = value
         value = _count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens", rid)
         if value is not None:
+            self._seen_count("cache_read_input_tokens", value)
             self._cache_read = value
         value = _count(usage.get("cache_creation_input_tokens"), "cache_creation_input_tokens", rid)
         if value is not None:
+            self._seen_count("cache_creation_input_tokens", value)
             self._cache_write = value
         iterations = usage.get("iterations")
         if isinstance(iterations, list) and iterations:
@@ -335,6 +343,12 @@ class AnthropicTranslator:
             value = _count(details.get("thinking_tokens"), "thinking_tokens", rid)
             if value is not None:
                 self._reasoning_tokens = value
+
+    def _seen_count(self, name: str, value: int) -> None:
+        """A top-level count as the wire sent it (before any iteration sums): one that went down
+        since the last is a usage-arithmetic finding."""
+        self._findings += anthropic_decrease(name, self._seen.get(name), value)
+        self._seen[name] = value
 
     def _read_iterations(self, iterations: list[Any]) -> None:
         # Compaction bills several iterations; the top-level counts describe only the last one.
@@ -465,7 +479,9 @@ class AnthropicTranslator:
             self._check_arguments(calls)
         has_content = any(b.kind == TOOL_CALL or "".join(b.parts) for b in self._emitted)
         reason = self._final_reason(reason, has_content, bool(calls))
-        self._writer.finish(reason, self.usage(), self._final_state(has_content))
+        output = self._seen.get("output_tokens")
+        findings = self._findings + anthropic_findings(output, self._reasoning_tokens)
+        self._writer.finish(reason, self.usage(), self._final_state(has_content), findings)
         self.done = True
 
     def _final_state(self, has_content: bool) -> dict[str, Any] | None:

@@ -52,6 +52,7 @@ from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
+from .._arithmetic import bedrock_findings
 from .._blocks import (
     REASONING,
     TEXT,
@@ -417,7 +418,8 @@ class BedrockTranslator:
         raw = payload.get("usage")
         usage = _usage(raw, self.request_id) if type(raw) is dict else None
         self._usage = usage
-        self._writer.finish(self._final_reason(map_stop_reason(self._stop_reason)), usage)
+        findings = bedrock_findings(raw)
+        self._writer.finish(self._final_reason(map_stop_reason(self._stop_reason)), usage, findings=findings)
         self.done = True
 
     def _final_reason(self, reason: FinishReason) -> FinishReason:
@@ -519,4 +521,6 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
             parts.append((REASONING, reasoning["text"]))
         elif isinstance(use, dict) and use.get("type") != _SERVER_TOOL:
             parts += whole_call(use.get("toolUseId"), use.get("name"), use.get("input"))
-    return whole_chunks(parts, *read_whole(body), "tooluse_chunkscope_")
+    raw = body.get("usage")
+    findings = bedrock_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "tooluse_chunkscope_", findings)

@@ -53,6 +53,7 @@ from chunkscope.protocol import (
 )
 from chunkscope.protocol.shared import type_phrase
 
+from .._arithmetic import gemini_findings
 from .._blocks import (
     DELTA_FIELDS,
     REASONING,
@@ -301,7 +302,9 @@ class GeminiTranslator:
             usage = map_usage(self._usage) if self._usage is not None else None
         except TypeError as exc:
             raise self._malformed(f"malformed Gemini usageMetadata: {exc}") from None
-        writer.finish(reason, usage, self.replay_state())
+        raw = self._usage
+        findings = gemini_findings(raw)
+        writer.finish(reason, usage, self.replay_state(), findings)
         self.done = True
         return writer.take()
 
@@ -507,4 +510,6 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
             parts.append((REASONING if part.get("thought") is True else TEXT, part["text"]))
         elif isinstance(call, dict):
             parts += whole_call(call.get("id"), call.get("name"), call.get("args"))
-    return whole_chunks(parts, *read_whole(body), MADE_UP_ID_PREFIX)
+    raw = body.get("usageMetadata")
+    findings = gemini_findings(raw)
+    return whole_chunks(parts, *read_whole(body), MADE_UP_ID_PREFIX, findings)

@@ -58,6 +58,7 @@ from chunkscope.protocol.shared import (
     type_phrase,
 )
 
+from .._arithmetic import chat_findings
 from .._blocks import (
     REASONING,
     TEXT,
@@ -238,6 +239,7 @@ class OpenAITranslator:
         self.queue: list[tuple[str, str] | _Call] = []  # buffered pieces, in arrival order
         self.pending_finish: FinishReason | None = None
         self.usage: TokenUsage | None = None
+        self.raw_usage: dict[str, Any] | None = None  # as sent: its arithmetic is checked at the end
 
     # -- one event --
 
@@ -396,6 +398,7 @@ class OpenAITranslator:
         usage = obj.get("usage")
         if usage:
             self.usage = _usage(usage)
+            self.raw_usage = usage
 
     def _choice(self, choice: Any) -> None:
         delta = choice.get("delta")
@@ -567,7 +570,8 @@ class OpenAITranslator:
         reason = self.pending_finish or _STOP
         if reason.kind == "stop" and self.blocks.next_index == 0:
             reason = _EMPTY  # no block at all: an empty response, not a success
-        self.blocks.finish(reason, self.usage)
+        raw = self.raw_usage
+        self.blocks.finish(reason, self.usage, findings=chat_findings(raw))
 
 
 def _call_fields(call: Any) -> tuple[str | None, str | None, str | None]:
@@ -686,4 +690,6 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
         function = call.get("function")
         if isinstance(function, dict):
             parts += whole_call(call.get("id"), function.get("name"), function.get("arguments", ""))
-    return whole_chunks(parts, *read_whole(body), "call-")
+    raw = body.get("usage")
+    findings = chat_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "call-", findings)

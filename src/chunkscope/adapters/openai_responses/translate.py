@@ -54,6 +54,7 @@ from typing import Any
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
 from chunkscope.protocol.shared import type_phrase
 
+from .._arithmetic import responses_findings
 from .._blocks import (
     DELTA_FIELDS,
     REASONING,
@@ -528,7 +529,8 @@ class ResponsesTranslator:
         raw_usage = response.get("usage")
         usage = map_usage(raw_usage) if raw_usage is not None else None
         reason = self._reason(str(obj.get("type")), response)
-        self.blocks.finish(reason, usage)
+        findings = responses_findings(raw_usage)
+        self.blocks.finish(reason, usage, findings=findings)
         self.done = True
 
     def _reason(self, kind: str, response: dict[str, Any]) -> FinishReason:
@@ -678,7 +680,9 @@ def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
             parts += [(TEXT, p["text"]) for p in _output_texts(item)]
         elif kind == "function_call":
             parts += whole_call(item.get("call_id"), item.get("name"), item.get("arguments", ""))
-    return whole_chunks(parts, *read_whole(body), "call_chunkscope_")
+    raw = body.get("usage")
+    findings = responses_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "call_chunkscope_", findings)
 
 
 def _output_texts(item: dict[str, Any]) -> list[dict[str, Any]]:
