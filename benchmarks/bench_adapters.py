@@ -16,7 +16,11 @@ c. ``OpenAICompatAdapter`` over the same in-memory transport — alone, with a
    ``Checker`` fed every chunk by the consumer, and wrapped in ``validated()``;
    plus the shared SSE core's framing alone (``SseDecoder``: what every wire pays),
    and ``AnthropicAdapter`` on the same content in the Messages wire shape;
-d. ``OpenAICompatAdapter`` over real loopback HTTP (a tiny asyncio server serving the bytes).
+d. ``OpenAICompatAdapter`` over real loopback HTTP (a tiny asyncio server serving the bytes);
+e. the usage-arithmetic findings (``adapters/_arithmetic.py``): every wire's adapter with them
+   and without them (``_arithmetic.ENABLED``), interleaved in the same rounds, and each wire's
+   check alone on real-shaped usage, as a share of its adapter's time per stream (target: at
+   most 3% of an adapter's time per event).
 
 The machine is shared and noisy, so every row is the best of ``--repeat``
 runs and is printed as a ratio against the floor measured in the same run.
@@ -412,6 +416,135 @@ def main() -> None:
     print(f"adapter / floor     = {adapter / base:.2f}  (target: at most 1.3, issue 16)")
     print(f"openai SDK / adapter = {sdk / adapter:.1f}  (target: at least 10)")
     wire_rows(args.events, args.repeat)
+    arithmetic_rows(args.events, args.repeat)
+
+
+# Real-shaped usage of each wire (tests/adapters/test_usage_arithmetic.py), for the check alone.
+_USAGE: dict[str, tuple[str, Any]] = {
+    "openai": (
+        "chat_findings",
+        {
+            "prompt_tokens": 1200,
+            "completion_tokens": 900,
+            "total_tokens": 2100,
+            "prompt_tokens_details": {"cached_tokens": 1024},
+            "prompt_cache_hit_tokens": 1024,
+            "prompt_cache_miss_tokens": 176,
+            "completion_tokens_details": {"reasoning_tokens": 400},
+        },
+    ),
+    "responses": (
+        "responses_findings",
+        {
+            "input_tokens": 36,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 87,
+            "output_tokens_details": {"reasoning_tokens": 64},
+            "total_tokens": 123,
+        },
+    ),
+    "gemini": (
+        "gemini_findings",
+        {
+            "promptTokenCount": 8,
+            "candidatesTokenCount": 10,
+            "thoughtsTokenCount": 468,
+            "totalTokenCount": 486,
+        },
+    ),
+    "bedrock": (
+        "bedrock_findings",
+        {
+            "inputTokens": 11,
+            "outputTokens": 271,
+            "totalTokens": 1434,
+            "cacheReadInputTokens": 1152,
+        },
+    ),
+}
+
+
+def arithmetic_rows(events: int, repeat: int) -> None:
+    """e. Every wire's adapter with and without the usage-arithmetic findings, side by side.
+
+    Both ways run in the same rounds (the switch flips before each run), so the shared machine's
+    load weighs on both alike; the difference is within that noise, since the check runs once per
+    stream. The check alone (``_arithmetic.<wire>_findings`` on real-shaped usage, timed over
+    many calls) gives its cost exactly: per stream, and as a share of the adapter's time per
+    stream.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    from chunkscope.adapters import _arithmetic
+
+    raw, count = build_stream(events)
+    anthropic_raw = anthropic_stream(count)
+    loop = asyncio.new_event_loop()
+    rows: list[tuple[str, str, int, Callable[[], Any]]] = [
+        ("openai", "OpenAICompatAdapter", count, lambda: loop.run_until_complete(adapter_alone(raw))),
+        (
+            "anthropic",
+            "AnthropicAdapter",
+            count,
+            lambda: loop.run_until_complete(anthropic_alone(anthropic_raw)),
+        ),
+    ]
+    for path in sorted(Path(__file__).parent.glob("_wire_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        wire = module.contenders(events, loop)
+        rows.append((path.stem[len("_wire_") :], wire["adapter"][0], wire["events"], wire["adapter"][1]))
+    best = {(name, on): math.inf for name, _, _, _ in rows for on in (True, False)}
+    try:
+        for _ in range(repeat):
+            for name, _, _, fn in rows:
+                for on in (True, False):
+                    _arithmetic.ENABLED = on
+                    gc.collect()
+                    start = time.perf_counter()
+                    fn()
+                    best[name, on] = min(best[name, on], time.perf_counter() - start)
+    finally:
+        _arithmetic.ENABLED = True
+        loop.close()
+    print(f"\ne. usage-arithmetic findings: each adapter with and without them; best of {repeat} rounds")
+    head = f"{'wire':<10} {'adapter':<32} {'µs/event on':>12} {'off':>8} {'on/off':>7}"
+    print(f"{head}  {'check alone':>12}  share")
+    calls = 20_000
+    for name, title, n, _ in rows:
+        on, off = best[name, True] / n * 1e6, best[name, False] / n * 1e6
+        alone = _check_alone(_arithmetic, name, calls)
+        share = alone / (best[name, True] * 1e6) * 100  # the check's µs per stream / the stream's µs
+        row = f"{name:<10} {title[:32]:<32} {on:12.3f} {off:8.3f} {on / off:7.3f}"
+        print(f"{row}  {alone:9.2f} µs  {share:.4f}%")
+    print("target: the check at most 3% of an adapter's time per event (it runs once per stream)")
+
+
+def _check_alone(arithmetic: Any, wire: str, calls: int) -> float:
+    """µs per stream of ``wire``'s usage check on real-shaped usage (best of 5 batches)."""
+    if wire == "anthropic":  # cumulative counts: one comparison per count, and the thinking check
+
+        def check() -> Any:
+            for name, before, after in (("input_tokens", 25, 25), ("output_tokens", 1, 15)):
+                arithmetic.anthropic_decrease(name, before, after)
+            return arithmetic.anthropic_findings(15, None)
+    else:
+        function_name, usage = _USAGE[wire]
+        function = getattr(arithmetic, function_name)
+
+        def check() -> Any:
+            return function(usage)
+
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            check()
+        best = min(best, time.perf_counter() - start)
+    return best / calls * 1e6
 
 
 def wire_rows(events: int, repeat: int) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from chunkscope.protocol import ERROR_CODES, RULES
+from chunkscope.protocol import ERROR_CODES, RULES, USAGE_RULES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -106,6 +106,23 @@ def rules_table() -> list[str]:
     for r in RULES.values():
         rows.append(f"| `{r.id}` | {r.severity} | {', '.join(r.profiles)} | {_cell(r.description)} |")
     return rows
+
+
+def usage_rules_table() -> list[str]:
+    """The usage-arithmetic table (README and docs/usage.md), rendered from ``USAGE_RULES``."""
+    rows = ["| id | severity | rule |", "|---|---|---|"]
+    for r in USAGE_RULES.values():
+        rows.append(f"| `{r.id}` | {r.severity} | {_cell(r.description)} |")
+    return rows
+
+
+def test_the_usage_arithmetic_tables_are_the_usage_rules_registry() -> None:
+    expected = usage_rules_table()
+    for name in ("README.md", "docs/usage.md"):
+        lines = (README.parent / name).read_text(encoding="utf-8").splitlines()
+        start = lines.index(expected[0])
+        end = next((k for k in range(start, len(lines)) if not lines[k].startswith("|")), len(lines))
+        assert lines[start:end] == expected, f"paste into {name}:\n" + "\n".join(expected)
 
 
 def error_codes_table() -> list[str]:

@@ -125,7 +125,7 @@ def wire_streams(draw: st.DrawFn) -> tuple[list[Event], list[tuple[str, Any, lis
     events = [
         message_start(draw(st.integers(0, 10**6))),
         *body,
-        message_delta(stop, draw(st.integers(0, 999))),
+        message_delta(stop, draw(st.integers(1, 999))),  # cumulative: never below message_start's 1
         message_stop(),
     ]
     # Blocks come out in the order the wire started them.

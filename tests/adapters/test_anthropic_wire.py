@@ -358,7 +358,7 @@ def test_skips_content_blocks_it_cannot_represent() -> None:
 
 
 def test_an_empty_response_is_an_error_finish_with_code_empty_response() -> None:
-    chunks = translate([message_start(), message_delta("end_turn", 0), message_stop()])
+    chunks = translate([message_start(output_tokens=0), message_delta("end_turn", 0), message_stop()])
     reason = finish(chunks).reason
     assert reason.kind == "error"
     assert reason.failure is not None and reason.failure.code == "EMPTY_RESPONSE"
@@ -395,7 +395,6 @@ def test_malformed_json_raises_malformed_response() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        [text_start(0)],  # before message_start
         [message_start(), message_start()],
         [message_start(), text_delta(0, "x")],  # never started
         [message_start(), text_start(0), text_start(0)],
@@ -502,3 +501,26 @@ def test_error_finishes_carry_the_request_id() -> None:
     for name, data in text_reply("x", stop_reason="refusal"):
         out.extend(translator.feed_parsed(name, data))
     assert finish(out).reason.failure.request_id == "req-9"  # type: ignore[union-attr]
+
+
+def test_a_stream_without_message_start_an_empty_first_delta_and_a_web_search_read_as_the_answer() -> None:
+    # message_start carries only the id, model and first usage: without it the content still reads;
+    # Anthropic runs web_search itself (server_tool_use, web_search_tool_result): no client call.
+    server = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    events = [
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": server}),
+        json_delta(0, '{"query": "weather"}'),
+        block_stop(0),
+        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": found}),
+        block_stop(1),
+        text_start(2),
+        text_delta(2, ""),
+        text_delta(2, "Sunny."),
+        block_stop(2),
+        message_delta(),
+        message_stop(),
+    ]
+    chunks = translate(events)
+    assert check(chunks, "strict") == []
+    assert blocks(chunks) == [TextBlock(text="Sunny.")] and finish(chunks).reason.kind == "stop"

@@ -253,8 +253,8 @@ def test_unknown_events_and_delta_kinds_are_ignored() -> None:
 @pytest.mark.parametrize(
     ("frames", "says"),
     [
-        ([text(0, "x")], "before messageStart"),
         ([start(), start()], "second messageStart"),
+        ([text(0, "x"), start()], "after its content began"),
         (
             [start(), event("contentBlockDelta", {"contentBlockIndex": -1, "delta": {"text": "x"}})],
             "contentBlockIndex",
@@ -650,3 +650,86 @@ async def test_sigv4_signing_through_botocore_reaches_the_provider_and_leaks_no_
     assert failed.error is not None and failed.error.code == "RATE_LIMIT"
     for text_ in (str(failed.error), repr(failed.error), repr(failed.chunks)):
         assert secret not in text_ and token not in text_
+
+
+# --- Kimi K2's empty first delta, Nova's server-side tool, a stream without messageStart --------
+
+
+def test_a_text_block_whose_first_delta_is_empty_holds_the_answer_not_an_empty_response() -> None:
+    # Kimi K2 on Bedrock opens each text block with {"text": ""}; the answer follows in the block.
+    frames = [start(), text(0, ""), text(0, "The answer"), text(0, " is 4."), stop_block(0)]
+    chunks, error, _ = translate([*frames, message_stop(), metadata()])
+    result = result_of(chunks)
+    assert error is None and check(chunks, "strict") == []
+    assert result.finish is not None and result.finish.kind == "stop" and result.text == "The answer is 4."
+    assert [c.type for c in chunks][:2] == ["block-start", "text-delta"]  # no block for the empty delta
+
+
+def _nova_code_interpreter() -> list[bytes]:
+    """Nova 2 running its nova_code_interpreter system tool, then answering (the Converse shape:
+    a toolUse of type server_tool_use, its toolResult block, then the text)."""
+    use = {
+        "toolUse": {"toolUseId": "tooluse_srv1", "name": "nova_code_interpreter", "type": "server_tool_use"}
+    }
+    result = {
+        "toolResult": {
+            "toolUseId": "tooluse_srv1",
+            "type": "nova_code_interpreter_result",
+            "status": "success",
+        }
+    }
+    output = {"toolResult": [{"json": {"stdOut": "4\n", "stdErr": "", "exitCode": 0, "isError": False}}]}
+    return [
+        start(),
+        event("contentBlockStart", {"contentBlockIndex": 0, "start": use}),
+        tool_input(0, '{"snippet": "print(2 + 2)"}'),
+        stop_block(0),
+        event("contentBlockStart", {"contentBlockIndex": 1, "start": result}),
+        event("contentBlockDelta", {"contentBlockIndex": 1, "delta": output}),
+        stop_block(1),
+        text(2, "2 + 2 is 4."),
+        stop_block(2),
+        message_stop("end_turn"),
+        metadata(),
+    ]
+
+
+def test_a_tool_aws_runs_itself_is_no_client_tool_call() -> None:
+    chunks, error, _ = translate(_nova_code_interpreter())
+    result = result_of(chunks)
+    assert error is None and check(chunks, "strict") == []
+    assert result.tool_calls == [] and result.text == "2 + 2 is 4."  # an agent loop has nothing to run
+    assert result.finish is not None and result.finish.kind == "stop"
+    assert "nova_code_interpreter" not in json.dumps([c.to_dict() for c in chunks])
+
+
+def test_a_stream_whose_first_block_comes_without_message_start_is_read() -> None:
+    chunks, error, _ = translate(hello()[1:])  # messageStart carries only the role
+    assert error is None and check(chunks, "strict") == []
+    assert result_of(chunks).text == "Hello world"
+
+
+def test_a_non_streaming_converse_answer_leaves_the_server_tool_out() -> None:
+    from chunkscope.adapters.bedrock.translate import whole_answer
+
+    content = [
+        {
+            "toolUse": {
+                "toolUseId": "t1",
+                "name": "nova_code_interpreter",
+                "type": "server_tool_use",
+                "input": {},
+            }
+        },
+        {"toolResult": {"toolUseId": "t1", "content": [{"json": {"stdOut": "4"}}]}},
+        {"text": "It is 4."},
+    ]
+    body = {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 9, "outputTokens": 4, "totalTokens": 13},
+    }
+    chunks = whole_answer(body)
+    result = result_of(chunks)
+    assert check(chunks, "strict") == [] and result.tool_calls == [] and result.text == "It is 4."
+    assert result.usage == TokenUsage(input_tokens=9, output_tokens=4)

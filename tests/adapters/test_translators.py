@@ -418,3 +418,93 @@ def test_anthropic_advisor_iterations_are_another_models_tokens_not_this_calls()
     # billed to this call: the executor's two iterations only (2,411 in, not 4,954)
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (2411, 498, 0)
     assert check(out) == []
+
+
+# --- issue 26 item 6 on every wire: empty first deltas, tools the provider runs, no start event ----
+
+
+def _read(translator: Any, events: list[tuple[str, Any]]) -> list[Any]:
+    out: list[Any] = []
+    for name, payload in events:
+        out += translator.feed((name, json.dumps(payload)))
+        if translator.done:
+            break
+    return out
+
+
+def test_responses_built_in_tools_an_empty_first_delta_and_no_created_event_read_as_the_answer() -> None:
+    from chunkscope.adapters.openai_responses import ResponsesTranslator
+
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"query": "x"}}
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+
+    def text(delta: str) -> tuple[str, Any]:
+        fields = {"output_index": 1, "content_index": 0, "item_id": "msg_1", "delta": delta}
+        return "response.output_text.delta", {"type": "response.output_text.delta", **fields}
+
+    usage = {"input_tokens": 9, "output_tokens": 3, "total_tokens": 12}
+    events = [  # no response.created / in_progress: they carry only the response's id and status
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": search},
+        ),
+        (
+            "response.web_search_call.completed",
+            {"type": "response.web_search_call.completed", "item_id": "ws_1"},
+        ),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": search},
+        ),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 1, "item": message},
+        ),
+        text(""),
+        text("Sunny."),
+        (
+            "response.completed",
+            {"type": "response.completed", "response": {"status": "completed", "usage": usage}},
+        ),
+    ]
+    chunks = [c.model_dump(mode="json") for c in _read(ResponsesTranslator(), events)]
+    assert check(chunks, "strict") == []
+    ends = [c["block"] for c in chunks if c["type"] == "block-end"]
+    assert ends == [{"type": "text", "text": "Sunny."}] and chunks[-1]["reason"]["kind"] == "stop"
+
+
+def test_gemini_code_execution_parts_and_an_empty_first_text_read_as_the_answer() -> None:
+    from chunkscope.adapters.gemini import GeminiTranslator
+
+    code = {"executableCode": {"language": "PYTHON", "code": "print(2 + 2)"}}
+    ran = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}
+    usage = {"promptTokenCount": 9, "candidatesTokenCount": 3, "totalTokenCount": 12}
+    events = [
+        ("message", {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}}]}),
+        ("message", {"candidates": [{"content": {"role": "model", "parts": [code, ran]}}]}),
+        ("message", {"candidates": [{"content": {"role": "model", "parts": [{"text": "It is 4."}]}}]}),
+        (
+            "message",
+            {"candidates": [{"content": {"parts": []}, "finishReason": "STOP"}], "usageMetadata": usage},
+        ),
+    ]
+    translator = GeminiTranslator()
+    chunks = [c.model_dump(mode="json") for c in [*_read(translator, events), *translator.end()]]
+    assert check(chunks, "strict") == []
+    ends = [c["block"] for c in chunks if c["type"] == "block-end"]
+    assert ends == [{"type": "text", "text": "It is 4."}] and chunks[-1]["reason"]["kind"] == "stop"
+
+
+def test_openai_chat_an_empty_first_delta_is_no_empty_response() -> None:
+    chunks, code = run(
+        [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+            {"choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            "[DONE]",
+        ]
+    )
+    assert code is None and [c["block"] for c in chunks if c["type"] == "block-end"] == [
+        {"type": "text", "text": "Hi"}
+    ]
+    assert chunks[-1]["reason"]["kind"] == "stop"

@@ -289,3 +289,74 @@ def test_a_node_client(provider: cs.LocalProvider, tap: Tap, node_client: Path) 
     call = checked(tap)
     assert call.result is not None and call.result.text == through["text"]
     assert any(name.lower() == "user-agent" and "OpenAI/JS" in value for name, value in call.request_headers)
+
+
+def _without_streaming(tap: Tap, provider: cs.LocalProvider) -> None:
+    """One non-streaming call on each wire, each by its own SDK client, through the tap."""
+    import boto3
+    from botocore.config import Config
+    from google import genai
+    from google.genai import types
+
+    client = openai.OpenAI(base_url=f"{tap.base_url}/v1", api_key=KEY, max_retries=0)
+    client.chat.completions.create(model="text", messages=[{"role": "user", "content": "hi"}])
+    client.chat.completions.create(model="tool-call", messages=[{"role": "user", "content": "hi"}])
+    client.responses.create(model="text", input="hi")
+    client.close()
+    claude = anthropic.Anthropic(base_url=tap.base_url, api_key=KEY, max_retries=0)
+    claude.messages.create(model="text", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    claude.close()
+    gemini = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=tap.base_url))
+    gemini.models.generate_content(model="text", contents="hi")
+    gemini.close()
+    bedrock = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=tap.base_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDTAPTEST",
+        aws_secret_access_key=KEY,
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+    )
+    bedrock.converse(modelId="text", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    bedrock.close()
+    assert all(call.wait(5) for call in tap.calls)
+
+
+def _seen(call: TapCall) -> tuple[object, ...]:
+    assert call.result is not None
+    result = call.result
+    return call.wire, call.streaming, result.usage, result.finish, result.text
+
+
+def test_a_non_streaming_call_reads_back_from_its_recording_as_the_tap_saw_it(
+    provider: cs.LocalProvider, tap: Tap, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chunkscope.cli import main
+    from chunkscope.tap import TapReplay
+
+    _without_streaming(tap, provider)
+    live = [_seen(call) for call in tap.calls]
+    assert [wire for wire, *_ in live] == ["openai", "openai", "responses", "anthropic", "gemini", "bedrock"]
+    assert all(not seen[1] and seen[2] is not None and seen[2].output_tokens > 0 for seen in live)
+    assert all(text for *_, text in live[:1] + live[2:])  # the answer's text, as a stream carries it
+    assert tap.calls[1].result is not None and tap.calls[1].result.tool_calls  # tool-call: a client call
+    assert all(call.result is not None and call.result.ok and not call.violations for call in tap.calls)
+    folder = tmp_path / "recordings"
+
+    frame = cs.read_recordings(folder)
+    assert frame["usage_source"].tolist() == ["reported"] * 6
+    assert frame["output_tokens"].tolist() == [usage.output_tokens for _, _, usage, *_ in live]
+    assert frame["input_tokens"].tolist() == [usage.input_tokens for _, _, usage, *_ in live]
+    assert frame["finish"].tolist() == [finish.kind for *_, finish, _ in live]
+
+    replay = TapReplay(folder)
+    assert [_seen(call) for call in replay.calls] == live
+
+    files = sorted(map(str, folder.glob("*.jsonl")))
+    assert main(["check", *files]) == 0
+    assert "6 streams checked, 0 with errors" in capsys.readouterr().out
+    assert main(["usage", *files]) == 0
+    printed = capsys.readouterr().out
+    assert "usage missing" not in printed
+    total = sum(usage.output_tokens for _, _, usage, *_ in live if usage is not None)
+    assert sum(int(n) for n in frame["output_tokens"]) == total

@@ -22,6 +22,7 @@ block may go live while another is still open) and its finish and usage mapping.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -42,6 +43,8 @@ from chunkscope.protocol import (
     Usage,
 )
 from chunkscope.protocol.shared import (  # chunk models without re-validation (hot path)
+    UsageFinding,
+    attach_usage_findings,
     new_chunk,
     set_dict,
     set_extra,
@@ -56,11 +59,15 @@ __all__ = [
     "TEXT",
     "TOOL_CALL",
     "BlockWriter",
+    "WholePart",
     "new_chunk",
     "set_dict",
     "set_extra",
     "set_fields",
     "set_private",
+    "whole_call",
+    "whole_chunks",
+    "whole_dicts",
 ]
 
 TEXT: Final = "text"
@@ -317,6 +324,7 @@ class BlockWriter:
         reason: FinishReason,
         usage: TokenUsage | None = None,
         replay_state: dict[str, Any] | None = None,
+        findings: tuple[UsageFinding, ...] = (),
     ) -> None:
         """Close the open block, then write the usage (when given) and the finish chunk.
 
@@ -324,11 +332,69 @@ class BlockWriter:
             reason: why the stream ended.
             usage: the stream's token usage, or None when the wire reported none.
             replay_state: what a later request needs to replay this turn, or None.
+            findings: the usage-arithmetic findings of the wire's raw counts (``_arithmetic``),
+                handed on with the usage chunk for the checker.
 
         Raises:
             LlmError: ``MALFORMED_RESPONSE`` when closing an open tool call that has no name.
         """
         self.close()
         if usage is not None:
-            self.out.append(trusted(Usage, {"type": "usage", "usage": usage}))
+            chunk = trusted(Usage, {"type": "usage", "usage": usage})
+            if findings:
+                attach_usage_findings(chunk, findings)
+            self.out.append(chunk)
         self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": replay_state}))
+
+
+WholePart = tuple[str, str] | tuple[str, str | None, str, str]
+"""One block of a whole (non-streaming) answer, in order: ``(TEXT, text)``, ``(REASONING, text)``
+or ``(TOOL_CALL, id or None, name, arguments)``."""
+
+
+def whole_chunks(
+    parts: list[WholePart],
+    usage: TokenUsage | None,
+    finish: FinishReason | None,
+    id_prefix: str = "call-",
+    findings: tuple[UsageFinding, ...] = (),
+) -> list[AnyChunk]:
+    """A whole answer as the chunks its stream would have been: its blocks, usage and finish.
+
+    The tap reads a non-streaming call through the same reader as a stream, so its recording
+    reads back (check, replay, usage frames) as the tap saw it; empty text parts write nothing.
+    """
+    writer = BlockWriter(id_prefix)
+    for part in parts:
+        if part[0] == TOOL_CALL and len(part) == 4:
+            _, call_id, name, arguments = part
+            if call_id is not None:
+                writer.reserve_id(call_id)
+            writer.open_tool(call_id, name)
+            writer.tool_call(fragment=arguments)
+        elif len(part) == 2 and part[1]:
+            writer.text(part[0], part[1])
+    if finish is not None:
+        writer.finish(finish, usage, findings=findings)
+    else:
+        writer.close()
+        if usage is not None:
+            chunk = trusted(Usage, {"type": "usage", "usage": usage})
+            if findings:
+                attach_usage_findings(chunk, findings)
+            writer.out.append(chunk)
+    return writer.take()
+
+
+def whole_dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a whole answer's list field (nothing when it is not a list)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def whole_call(call_id: Any, name: Any, arguments: Any) -> list[WholePart]:
+    """A whole answer's tool call as its one part (none without a name): the wire's id when it
+    sent one, its arguments as text (a JSON value as JSON, a string as sent)."""
+    if not isinstance(name, str) or not name:
+        return []
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
+    return [(TOOL_CALL, call_id if isinstance(call_id, str) and call_id else None, name, text)]

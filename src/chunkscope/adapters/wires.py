@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._wires import DEFAULT_WIRE, WIRE_FACTS, WireFacts
-from ..protocol import FinishReason, TokenUsage
+from ..protocol import AnyChunk, FinishReason, TokenUsage
 from ._base import LlmAdapter
 from ._core import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from ._core.reader import Decoder, Translator, WireReader
@@ -29,22 +29,27 @@ from .anthropic import AnthropicAdapter
 from .anthropic.request import sent_options as anthropic_sent
 from .anthropic.translate import AnthropicTranslator
 from .anthropic.translate import read_whole as anthropic_whole
+from .anthropic.translate import whole_answer as anthropic_answer
 from .bedrock import BedrockAdapter
 from .bedrock.request import sent_options as bedrock_sent
 from .bedrock.translate import BedrockTranslator
 from .bedrock.translate import read_whole as bedrock_whole
+from .bedrock.translate import whole_answer as bedrock_answer
 from .gemini import GeminiAdapter
 from .gemini.request import sent_options as gemini_sent
 from .gemini.translate import GeminiTranslator
 from .gemini.translate import read_whole as gemini_whole
+from .gemini.translate import whole_answer as gemini_answer
 from .openai_compat import OpenAICompatAdapter
 from .openai_compat.request import sent_options as openai_sent
 from .openai_compat.translate import OpenAITranslator
 from .openai_compat.translate import read_whole as openai_whole
+from .openai_compat.translate import whole_answer as openai_answer
 from .openai_responses import OpenAIResponsesAdapter
 from .openai_responses.request import sent_options as responses_sent
 from .openai_responses.translate import ResponsesTranslator
 from .openai_responses.translate import read_whole as responses_whole
+from .openai_responses.translate import whole_answer as responses_answer
 
 __all__ = [
     "DEFAULT_WIRE",
@@ -59,11 +64,17 @@ __all__ = [
 ]
 
 _ADAPTERS: dict[str, tuple[Any, ...]] = {
-    "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole),
-    "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole),
-    "responses": (OpenAIResponsesAdapter, responses_sent, ResponsesTranslator, responses_whole),
-    "gemini": (GeminiAdapter, gemini_sent, GeminiTranslator, gemini_whole),
-    "bedrock": (BedrockAdapter, bedrock_sent, BedrockTranslator, bedrock_whole),
+    "openai": (OpenAICompatAdapter, openai_sent, OpenAITranslator, openai_whole, openai_answer),
+    "anthropic": (AnthropicAdapter, anthropic_sent, AnthropicTranslator, anthropic_whole, anthropic_answer),
+    "responses": (
+        OpenAIResponsesAdapter,
+        responses_sent,
+        ResponsesTranslator,
+        responses_whole,
+        responses_answer,
+    ),
+    "gemini": (GeminiAdapter, gemini_sent, GeminiTranslator, gemini_whole, gemini_answer),
+    "bedrock": (BedrockAdapter, bedrock_sent, BedrockTranslator, bedrock_whole, bedrock_answer),
 }
 
 
@@ -75,8 +86,9 @@ class Wire:
     ``http_client`` …, as every built-in SSE adapter takes them). ``sent`` reads a request
     body of this wire back as the options it carries (the conformance kit's request check).
     ``translator(label, secrets)`` is a fresh pure translator for one streamed response, and
-    ``read_whole(body)`` the usage and finish of a non-streaming answer; ``reader(...)`` puts
-    both behind the one wire reader. ``matches(path)`` says whether a request path speaks this
+    ``read_whole(body)`` the usage and finish of a non-streaming answer, ``whole_answer(body)``
+    that answer as the chunks its stream would have been; ``reader(...)`` puts the translator
+    and ``whole_answer`` behind the one wire reader. ``matches(path)`` says whether a request path speaks this
     wire and ``model_of(path)`` finds the model a path names (Gemini, Bedrock).
     """
 
@@ -85,6 +97,7 @@ class Wire:
     sent: Callable[[dict[str, Any]], SentOptions]
     translator: Callable[[str, tuple[str, ...]], Translator]
     read_whole: Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReason | None]]
+    whole_answer: Callable[[Mapping[str, Any]], list[AnyChunk]]
     _model_in_path: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -146,7 +159,7 @@ class Wire:
             media_type=self.media_type,
             max_body_bytes=max_body_bytes,
             expect_stream=expect_stream,
-            read_whole=self.read_whole,
+            read_whole=self.whole_answer,
             mask=mask,
             on_event=on_event,
         )

@@ -60,9 +60,16 @@ def analyze(stream: LoadedStream, profile: str) -> StreamResult:
     """Check and assemble a loaded stream under ``profile``, as ``collect`` does a live one.
 
     A recorded failure ends it as the live stream ended (``result.error``), so a missing
-    finish after it is not reported: the error explains it.
+    finish after it is not reported: the error explains it. A tap's recording is read again
+    from its raw reads (``recording_result``, as ``read_recordings`` and ``TapReplay`` read it),
+    so what only the wire's raw counts show (usage that does not add up) is found here too.
     """
     from chunkscope import collect
-    from chunkscope.adapters.recording import run_now
+    from chunkscope.adapters.recording import recorded_reader, recording_result, run_now
+    from chunkscope.sources import Recording
 
+    recording = stream.source
+    if isinstance(recording, Recording) and recorded_reader(recording, "") is not None:
+        label = f"the recording {os.path.basename(stream.path)}"
+        return recording_result(recording, profile=profile, label=label)
     return run_now(collect(stream.replay(), profile=profile))

@@ -46,7 +46,7 @@ from ._chunks import (
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
 from ._messages import Message, Role, parse_message
 from ._validate import ValidatedStream, check, validated
-from ._violations import PROFILES, RULES, Profile, Rule, Severity, Violation
+from ._violations import PROFILES, RULES, USAGE_RULES, Profile, Rule, Severity, Violation
 
 __all__ = [
     # chunks and blocks (_chunks)
@@ -92,6 +92,7 @@ __all__ = [
     # rules (_violations, _checker, _validate)
     "Rule",
     "RULES",
+    "USAGE_RULES",
     "PROFILES",
     "Profile",
     "Severity",

@@ -93,8 +93,9 @@ from ._chunks import (
     describe_invalid,
     parse_chunk,
     parse_chunk_ignoring_unknown_keys,
+    usage_findings,
 )
-from ._violations import PROFILES, RULES, Violation
+from ._violations import PROFILES, RULES, USAGE_RULES, Violation
 from ._words import a, type_phrase
 
 __all__ = ["Checker"]
@@ -114,6 +115,15 @@ _USAGE_FIELDS = (
     ("cache_write_tokens", "cacheWriteTokens"),
     ("reasoning_tokens", "reasoningTokens"),
 )
+
+
+def _arithmetic(chunk: Usage, pos: int) -> Sequence[Violation]:
+    """The translator's usage-arithmetic findings at its usage chunk (the raw counts it saw do not
+    add up), as warnings of ``USAGE_RULES``; none for most streams."""
+    findings = usage_findings(chunk)
+    if not findings:
+        return _EMPTY
+    return tuple(Violation(rule, USAGE_RULES[rule].severity, pos, chunk, text) for rule, text in findings)
 
 
 def _violation(rule: str, position: int | None, chunk: Any, message: str) -> Violation:
@@ -680,6 +690,7 @@ class Checker:
                         f"usage has {', '.join(bad)}; token counts are non-negative integers",
                     ),
                 )
+            return _arithmetic(chunk, pos)
         return _EMPTY
 
     def _finish(self, chunk: Finish) -> Sequence[Violation]:

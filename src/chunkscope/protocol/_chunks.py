@@ -325,6 +325,27 @@ def trusted(cls: type[_M], fields: dict[str, Any]) -> _M:
     return obj
 
 
+
+UsageFinding = tuple[str, str]
+"""A usage-arithmetic finding: a rule id of ``USAGE_RULES`` and its message."""
+
+_FINDINGS = "usage_findings"
+
+
+def attach_usage_findings(chunk: Usage, findings: tuple[UsageFinding, ...]) -> None:
+    """Hand a translator's usage-arithmetic findings on with its usage chunk, for the checker.
+
+    They ride on the chunk's private data, not its JSON (the counts stay as the wire sent them):
+    whatever reads the wire's raw counts again (a tap recording's replay) finds them again.
+    """
+    _set_private(chunk, {_FINDINGS: findings})
+
+
+def usage_findings(chunk: Any) -> tuple[UsageFinding, ...]:
+    """The usage-arithmetic findings a translator attached to ``chunk`` (none for most)."""
+    private = getattr(chunk, "__pydantic_private__", None)
+    return private.get(_FINDINGS, ()) if type(private) is dict else ()
+
 # --- fast parsing ------------------------------------------------------------------
 #
 # Each fast parser accepts exactly what full validation accepts for the

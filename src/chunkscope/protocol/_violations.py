@@ -19,7 +19,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Rule", "RULES", "PROFILES", "Profile", "Severity", "Violation"]
+__all__ = ["Rule", "RULES", "PROFILES", "Profile", "Severity", "USAGE_RULES", "Violation"]
 
 Severity = Literal["error", "warning"]
 Profile = Literal["strict", "dsh"]
@@ -230,6 +230,49 @@ RULES: dict[str, Rule] = _rules(
     ),
 )
 """Every rule by its stable id. Ids, once published, never change."""
+
+
+# The usage-arithmetic findings: a provider's usage that contradicts the provider's own
+# definitions (docs/usage.md, "Usage that does not add up"). Only a translator sees the raw
+# counts, so these have no chunk example: the translator finds them and hands them on with its
+# usage chunk, and the strict checker reports them at that chunk, as warnings (the counts are
+# kept as the provider sent them; the finding says they do not add up).
+_ARITHMETIC: Severity = "warning"
+USAGE_RULES: dict[str, Rule] = {
+    rule.id: rule
+    for rule in (
+        Rule(
+            "usage-cached-over-prompt",
+            _ARITHMETIC,
+            "Cached prompt tokens are part of the prompt: never more than the prompt count "
+            "(OpenAI chat, DeepSeek, Responses, Gemini).",
+        ),
+        Rule(
+            "usage-reasoning-over-output",
+            _ARITHMETIC,
+            "Reasoning tokens are part of the output: never more than the output count "
+            "(OpenAI chat, Responses, Anthropic).",
+        ),
+        Rule(
+            "usage-total",
+            _ARITHMETIC,
+            "The total is the sum of its parts as the provider defines it (OpenAI chat, "
+            "Responses, Gemini, Bedrock).",
+        ),
+        Rule(
+            "usage-decreased",
+            _ARITHMETIC,
+            "A cumulative count never goes down within a stream (Anthropic message_start, "
+            "message_delta).",
+        ),
+        Rule(
+            "usage-cache-split",
+            _ARITHMETIC,
+            "DeepSeek's prompt_cache_hit_tokens + prompt_cache_miss_tokens is prompt_tokens.",
+        ),
+    )
+}
+"""The usage-arithmetic findings by id (warnings, under ``strict``; ``docs/usage.md``)."""
 
 
 @dataclass(frozen=True)

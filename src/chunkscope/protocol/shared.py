@@ -13,14 +13,17 @@ from __future__ import annotations
 from typing import Final
 
 from ._chunks import (
+    UsageFinding,
     _new,
     _set_dict,
     _set_extra,
     _set_fields_set,
     _set_private,
+    attach_usage_findings,
     describe_invalid,
     parse_chunk_ignoring_unknown_keys,
     trusted,
+    usage_findings,
 )
 from ._clock import WireMarks, current_marks, marking
 from ._errors import FINISH_REASON_FAMILY, HTTP_STATUS_FAMILY, is_unmapped
@@ -29,8 +32,10 @@ from ._words import a, plural, type_phrase
 __all__ = [
     "FINISH_REASON_FAMILY",
     "HTTP_STATUS_FAMILY",
+    "UsageFinding",
     "WireMarks",
     "a",
+    "attach_usage_findings",
     "current_marks",
     "describe_invalid",
     "is_unmapped",
@@ -44,6 +49,7 @@ __all__ = [
     "set_private",
     "trusted",
     "type_phrase",
+    "usage_findings",
 ]
 
 # A chunk model's pieces set one by one (``trusted`` spelled out), for a translator's per-event

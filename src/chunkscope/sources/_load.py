@@ -254,6 +254,7 @@ def _read_recording(name: str, handle: IO[bytes]) -> list[LoadedStream]:
             header=dict(recording.header),
             error=recording.error,
             error_t=recording.error_t,
+            source=recording,
         )
     ]
 

@@ -342,10 +342,9 @@ class Parser:
                 self._add(t, chunks)
         elif outcome is not None:
             error = outcome  # what happened on the wire explains the rest
-        # Only a stream has a grammar to check; a whole or error answer has no chunks to judge.
-        result = call._inspector.result(error) if kind == "stream" else StreamResult(error=error)
-        if kind == "whole" and reader is not None and error is None:
-            result.usage, result.finish = reader.usage, reader.finish
+        # A stream, or a whole answer read as the chunks its stream would have been (so its
+        # recording reads back as it is seen here), is checked; an error answer has no chunks.
+        result = call._inspector.result(error) if kind in ("stream", "whole") else StreamResult(error=error)
         timings = Timings.of_arrivals(self.chunk_times, total_s=t, started_at=call.started_at)
         seen = call.timings  # the tap saw the wire itself: its points are the call's
         timings.first_byte_s, timings.first_event_s = seen.first_byte_s, seen.first_event_s

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
-from chunkscope.protocol import AnyChunk, FinishReason, LlmError, TokenUsage
+from chunkscope.protocol import AnyChunk, Finish, FinishReason, LlmError, TokenUsage, Usage
 
 from .._failures import bounded, error_from_response, loads
 from .framing import DEFAULT_MAX_BODY_BYTES
@@ -38,8 +38,9 @@ ERROR_BODY_LIMIT = 1 << 20
 WHOLE_BODY_LIMIT = 32 << 20
 """Decoded bytes of a whole (non-streaming) JSON answer read for its usage and finish."""
 
-WholeReader = Callable[[Mapping[str, Any]], tuple[TokenUsage | None, FinishReason | None]]
-"""A wire's reading of a whole (non-streaming) JSON answer: its usage and finish."""
+WholeReader = Callable[[Mapping[str, Any]], list[AnyChunk]]
+"""A wire's reading of a whole (non-streaming) JSON answer: the chunks its stream would have
+been (blocks, usage, finish), so a whole answer is read, checked and replayed as a stream is."""
 
 _NONE: frozenset[str] = frozenset()
 _BATCH = 32  # chunks handed on together from one read: few generator steps, no read piled up whole
@@ -383,8 +384,7 @@ class WireReader:
         if self.error is not None or self.done:
             return []
         if self.kind != "stream":
-            self._end_answer()
-            return []
+            return self._end_answer()
         out: list[AnyChunk] = []
         try:
             if not self._last_events(out):
@@ -434,8 +434,8 @@ class WireReader:
             return chunks, failure
         return chunks, self.error
 
-    def _end_answer(self) -> None:
-        """An error answer's code, a whole answer's usage and finish (nothing for no answer)."""
+    def _end_answer(self) -> list[AnyChunk]:
+        """An error answer's code; a whole answer's chunks, usage and finish (nothing for no answer)."""
         if self.kind == "error":
             self.error = error_from_response(
                 self.status,
@@ -446,22 +446,31 @@ class WireReader:
                 truncated=len(self._body) >= ERROR_BODY_LIMIT,
             )
         elif self.kind == "whole":
-            self._whole()
+            return self._whole()
+        return []
 
     def salvage(self) -> list[AnyChunk]:
         """The translator's chunks written before a failure the driver saw (a dropped connection)."""
         return self.translator.salvage() if self.kind == "stream" else []
 
-    def _whole(self) -> None:
+    def _whole(self) -> list[AnyChunk]:
         if self.read_whole is None:
-            return
+            return []
         try:
             body = loads(bytes(self._body))
         except ValueError:
             self._fail(f"{self.label}: the JSON answer cannot be parsed")
-            return
-        if isinstance(body, dict):
-            try:
-                self.usage, self.finish = self.read_whole(body)
-            except Exception as exc:  # an odd body: a clear code, never a raw error
-                self._fail(f"{self.label}: the JSON answer is not the wire's shape: {exc}")
+            return []
+        if not isinstance(body, dict):
+            return []
+        try:
+            chunks = self.read_whole(body)
+        except Exception as exc:  # an odd body: a clear code, never a raw error
+            self._fail(f"{self.label}: the JSON answer is not the wire's shape: {exc}")
+            return []
+        for chunk in chunks:
+            if isinstance(chunk, Usage):
+                self.usage = chunk.usage
+            elif isinstance(chunk, Finish):
+                self.finish = chunk.reason
+        return chunks

@@ -32,8 +32,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
+from chunkscope.protocol.shared import UsageFinding
 
-from .._blocks import TOOL_CALL, BlockWriter
+from .._arithmetic import anthropic_decrease, anthropic_findings
+from .._blocks import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import (
     error_code,
@@ -45,6 +56,7 @@ from .._finish import PAUSE_TURN_KEY, finish_failure
 
 __all__ = [
     "read_whole",
+    "whole_answer",
     "AnthropicTranslator",
     "anthropic_error_code",
     "map_stop_reason",
@@ -165,6 +177,8 @@ class AnthropicTranslator:
         self._cache_read: int | None = None
         self._cache_write: int | None = None
         self._reasoning_tokens: int | None = None
+        self._seen: dict[str, int] = {}  # each top-level usage count as last sent (cumulative)
+        self._findings: tuple[UsageFinding, ...] = ()  # usage-arithmetic findings so far
         self._redacted: list[str] = []
 
     # --- entry points ---------------------------------------------------------
@@ -247,8 +261,8 @@ class AnthropicTranslator:
         handler = _HANDLERS.get(kind) if kind is not None else None
         if handler is None:
             return []  # a ping, or an event type added after this adapter was written
-        if not self._started:
-            raise _malformed(f"Anthropic stream sent {kind} before message_start", self.request_id)
+        # message_start carries the id, model and first usage, none of them needed to read the
+        # content: a stream that opens without it is read on (as Bedrock's without messageStart).
         handler(self, data)
         return self._writer.take()
 
@@ -290,15 +304,19 @@ class AnthropicTranslator:
         rid = self.request_id
         value = _count(usage.get("input_tokens"), "input_tokens", rid)
         if value is not None:
+            self._seen_count("input_tokens", value)
             self._input_tokens = value
         value = _count(usage.get("output_tokens"), "output_tokens", rid)
         if value is not None:
+            self._seen_count("output_tokens", value)
             self._output_tokens = value
         value = _count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens", rid)
         if value is not None:
+            self._seen_count("cache_read_input_tokens", value)
             self._cache_read = value
         value = _count(usage.get("cache_creation_input_tokens"), "cache_creation_input_tokens", rid)
         if value is not None:
+            self._seen_count("cache_creation_input_tokens", value)
             self._cache_write = value
         iterations = usage.get("iterations")
         if isinstance(iterations, list) and iterations:
@@ -308,6 +326,12 @@ class AnthropicTranslator:
             value = _count(details.get("thinking_tokens"), "thinking_tokens", rid)
             if value is not None:
                 self._reasoning_tokens = value
+
+    def _seen_count(self, name: str, value: int) -> None:
+        """A top-level count as the wire sent it (before any iteration sums): one that went down
+        since the last is a usage-arithmetic finding."""
+        self._findings += anthropic_decrease(name, self._seen.get(name), value)
+        self._seen[name] = value
 
     def _read_iterations(self, iterations: list[Any]) -> None:
         # Compaction bills several iterations; the top-level counts describe only the last one.
@@ -438,7 +462,9 @@ class AnthropicTranslator:
             self._check_arguments(calls)
         has_content = any(b.kind == TOOL_CALL or "".join(b.parts) for b in self._emitted)
         reason = self._final_reason(reason, has_content, bool(calls))
-        self._writer.finish(reason, self.usage(), self._final_state(has_content))
+        output = self._seen.get("output_tokens")
+        findings = self._findings + anthropic_findings(output, self._reasoning_tokens)
+        self._writer.finish(reason, self.usage(), self._final_state(has_content), findings)
         self.done = True
 
     def _final_state(self, has_content: bool) -> dict[str, Any] | None:
@@ -628,3 +654,17 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         )
     reason = body.get("stop_reason")
     return usage, map_stop_reason(reason) if isinstance(reason, str) else None
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Messages answer as the chunks its stream would have been (server-side
+    tool blocks, which Anthropic runs itself, are not the client's to run: left out)."""
+    parts: list[WholePart] = []
+    for block in whole_dicts(body.get("content")):
+        kind = block.get("type")
+        field = "text" if kind == "text" else "thinking" if kind == "thinking" else None
+        if field is not None and isinstance(block.get(field), str):
+            parts.append((TEXT if field == "text" else REASONING, block[field]))
+        elif kind == "tool_use":
+            parts += whole_call(block.get("id"), block.get("name"), block.get("input"))
+    return whole_chunks(parts, *read_whole(body), "toolu_chunkscope_")

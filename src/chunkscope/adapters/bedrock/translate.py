@@ -52,7 +52,17 @@ from typing import Any
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
 
-from .._blocks import REASONING, TEXT, TOOL_CALL, BlockWriter
+from .._arithmetic import bedrock_findings
+from .._blocks import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import parse_reference, scan_json
 from .._failures import (
     MAX_CAUSE_CHARS,
@@ -65,7 +75,11 @@ from .._failures import (
 from .._finish import finish_failure
 from .framing import EventFrame
 
-__all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole"]
+_SERVER_TOOL = "server_tool_use"
+"""The ``toolUse.type`` of a tool AWS runs itself (Nova's ``nova_code_interpreter``): its
+result follows in the stream, so it is never a call for the client to run."""
+
+__all__ = ["BedrockTranslator", "bedrock_error_code", "map_stop_reason", "read_whole", "whole_answer"]
 
 
 _EXCEPTION_CODES: dict[str, str] = {
@@ -163,6 +177,7 @@ class BedrockTranslator:
         self._calls = 0
         self._usage: TokenUsage | None = None
         self._bad_call: str | None = None  # the first completed call whose input is not a JSON object
+        self._server: set[int] = set()  # wire indexes of tools AWS runs itself (server_tool_use)
 
     # --- entry points ---------------------------------------------------------
 
@@ -233,13 +248,14 @@ class BedrockTranslator:
         if event_type == "messageStart":
             if self._started:
                 raise self._malformed("Bedrock stream sent a second messageStart")
+            if self._blocks or self._server:
+                raise self._malformed("Bedrock stream sent messageStart after its content began")
             self._started = True
             return []
         handler = _HANDLERS.get(event_type)
         if handler is None:
             return []  # an event type added after this adapter was written
-        if not self._started:
-            raise self._malformed(f"Bedrock stream sent {event_type} before messageStart")
+        # messageStart carries only the role: a stream that opens without it is read on.
         handler(self, payload)
         return self._writer.take()
 
@@ -297,6 +313,11 @@ class BedrockTranslator:
         tool = start.get("toolUse") if type(start) is dict else None
         if type(tool) is not dict:
             return  # a start for a block type we do not show (toolResult, image): its deltas are skipped
+        if tool.get("type") == _SERVER_TOOL:
+            # A tool AWS runs (Nova's nova_code_interpreter), its result in the next block: no
+            # client call, so an agent loop never runs it; its input deltas are skipped too.
+            self._server.add(index)
+            return
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise self._malformed(f"toolUse block {index} without a name")
@@ -311,9 +332,9 @@ class BedrockTranslator:
         self._content = True
 
     def _delta(self, payload: dict[str, Any]) -> None:
-        if not self._started:
-            raise self._malformed("Bedrock stream sent contentBlockDelta before messageStart")
         index = self._index(payload, "contentBlockDelta")
+        if index in self._server:
+            return
         delta = payload.get("delta")
         if type(delta) is not dict:
             raise self._malformed("contentBlockDelta without a delta object")
@@ -337,11 +358,16 @@ class BedrockTranslator:
     def _text(self, index: int, kind: str, piece: Any, field: str) -> None:
         if not isinstance(piece, str):
             raise self._malformed(f"contentBlockDelta {field} is not a string")
+        if not piece:
+            # An empty delta (Kimi K2 opens each text block with one) writes nothing and opens
+            # nothing: the block opens with its first text, on this general path that notes it.
+            if index == self._live and kind != self._live_kind:
+                self._enter(index, kind, "contentBlockDelta")  # says what is wrong
+            return
         if index != self._live or kind != self._live_kind:
             self._enter(index, kind, "contentBlockDelta")
-        if piece:
-            self._writer.text(kind, piece)
-            self._content = True
+        self._writer.text(kind, piece)
+        self._content = True
 
     def _tool_input(self, index: int, tool: Any) -> None:
         if index != self._live or self._live_kind != TOOL_CALL:
@@ -392,7 +418,8 @@ class BedrockTranslator:
         raw = payload.get("usage")
         usage = _usage(raw, self.request_id) if type(raw) is dict else None
         self._usage = usage
-        self._writer.finish(self._final_reason(map_stop_reason(self._stop_reason)), usage)
+        findings = bedrock_findings(raw)
+        self._writer.finish(self._final_reason(map_stop_reason(self._stop_reason)), usage, findings=findings)
         self.done = True
 
     def _final_reason(self, reason: FinishReason) -> FinishReason:
@@ -476,3 +503,24 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
             usage = None
     reason = body.get("stopReason")
     return usage, map_stop_reason(reason) if isinstance(reason, str) else None
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Converse answer as the chunks its stream would have been (a server-side
+    tool AWS runs, ``toolUse`` of type ``server_tool_use``, is not the client's: left out)."""
+    output = body.get("output")
+    message = output.get("message") if isinstance(output, dict) else None
+    parts: list[WholePart] = []
+    for block in whole_dicts(message.get("content") if isinstance(message, dict) else None):
+        reasoning = block.get("reasoningContent")
+        reasoning = reasoning.get("reasoningText") if isinstance(reasoning, dict) else None
+        use = block.get("toolUse")
+        if isinstance(block.get("text"), str):
+            parts.append((TEXT, block["text"]))
+        elif isinstance(reasoning, dict) and isinstance(reasoning.get("text"), str):
+            parts.append((REASONING, reasoning["text"]))
+        elif isinstance(use, dict) and use.get("type") != _SERVER_TOOL:
+            parts += whole_call(use.get("toolUseId"), use.get("name"), use.get("input"))
+    raw = body.get("usage")
+    findings = bedrock_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "tooluse_chunkscope_", findings)

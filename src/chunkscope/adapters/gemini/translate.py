@@ -53,23 +53,35 @@ from chunkscope.protocol import (
 )
 from chunkscope.protocol.shared import type_phrase
 
+from .._arithmetic import gemini_findings
 from .._blocks import (
     DELTA_FIELDS,
     REASONING,
     TEXT,
     BlockWriter,
+    WholePart,
     new_chunk,
     set_dict,
     set_extra,
     set_fields,
     set_private,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import bounded, preview, stream_error
 from .._finish import FINISH_CODES
 from ._partial import ArgumentText, parse_json_path
 
-__all__ = ["MADE_UP_ID_PREFIX", "GeminiTranslator", "map_finish_reason", "map_usage", "read_whole"]
+__all__ = [
+    "MADE_UP_ID_PREFIX",
+    "GeminiTranslator",
+    "map_finish_reason",
+    "map_usage",
+    "read_whole",
+    "whole_answer",
+]
 
 MADE_UP_ID_PREFIX = "call_chunkscope_"
 """The start of an id made up for a ``functionCall`` the wire sent without one (the request
@@ -290,7 +302,9 @@ class GeminiTranslator:
             usage = map_usage(self._usage) if self._usage is not None else None
         except TypeError as exc:
             raise self._malformed(f"malformed Gemini usageMetadata: {exc}") from None
-        writer.finish(reason, usage, self.replay_state())
+        raw = self._usage
+        findings = gemini_findings(raw)
+        writer.finish(reason, usage, self.replay_state(), findings)
         self.done = True
         return writer.take()
 
@@ -484,3 +498,20 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
                 failure=LlmFailure(message=f"the prompt was blocked: {reason}", code="CONTENT_FILTER"),
             )
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming ``generateContent`` answer as the chunks its stream would have been
+    (code Gemini ran itself, ``executableCode`` / ``codeExecutionResult``, is left out)."""
+    candidates = whole_dicts(body.get("candidates"))
+    content = candidates[0].get("content") if candidates else None
+    parts: list[WholePart] = []
+    for part in whole_dicts(content.get("parts") if isinstance(content, dict) else None):
+        call = part.get("functionCall")
+        if isinstance(part.get("text"), str):
+            parts.append((REASONING if part.get("thought") is True else TEXT, part["text"]))
+        elif isinstance(call, dict):
+            parts += whole_call(call.get("id"), call.get("name"), call.get("args"))
+    raw = body.get("usageMetadata")
+    findings = gemini_findings(raw)
+    return whole_chunks(parts, *read_whole(body), MADE_UP_ID_PREFIX, findings)

@@ -58,12 +58,21 @@ from chunkscope.protocol.shared import (
     type_phrase,
 )
 
-from .._blocks import REASONING, TEXT, BlockWriter
+from .._arithmetic import chat_findings
+from .._blocks import (
+    REASONING,
+    TEXT,
+    BlockWriter,
+    WholePart,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
+)
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import loads, preview, stream_error
 from .._finish import finish_failure
 
-__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole"]
+__all__ = ["OpenAITranslator", "map_finish_reason", "map_usage", "read_whole", "whole_answer"]
 
 _DONE = "[DONE]"
 """The chat-completions stream's terminator: an SSE data text that is not JSON."""
@@ -230,6 +239,7 @@ class OpenAITranslator:
         self.queue: list[tuple[str, str] | _Call] = []  # buffered pieces, in arrival order
         self.pending_finish: FinishReason | None = None
         self.usage: TokenUsage | None = None
+        self.raw_usage: dict[str, Any] | None = None  # as sent: its arithmetic is checked at the end
 
     # -- one event --
 
@@ -388,6 +398,7 @@ class OpenAITranslator:
         usage = obj.get("usage")
         if usage:
             self.usage = _usage(usage)
+            self.raw_usage = usage
 
     def _choice(self, choice: Any) -> None:
         delta = choice.get("delta")
@@ -559,7 +570,8 @@ class OpenAITranslator:
         reason = self.pending_finish or _STOP
         if reason.kind == "stop" and self.blocks.next_index == 0:
             reason = _EMPTY  # no block at all: an empty response, not a success
-        self.blocks.finish(reason, self.usage)
+        raw = self.raw_usage
+        self.blocks.finish(reason, self.usage, findings=chat_findings(raw))
 
 
 def _call_fields(call: Any) -> tuple[str | None, str | None, str | None]:
@@ -661,3 +673,23 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         if isinstance(reason, str):
             finish = map_finish_reason(reason)
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming chat-completions answer as the chunks its stream would have been."""
+    choices = whole_dicts(body.get("choices"))
+    message = choices[0].get("message") if choices else None
+    message = message if isinstance(message, dict) else {}
+    parts: list[WholePart] = []
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
+    if isinstance(reasoning, str):
+        parts.append((REASONING, reasoning))
+    if isinstance(message.get("content"), str):
+        parts.append((TEXT, message["content"]))
+    for call in whole_dicts(message.get("tool_calls")):
+        function = call.get("function")
+        if isinstance(function, dict):
+            parts += whole_call(call.get("id"), function.get("name"), function.get("arguments", ""))
+    raw = body.get("usage")
+    findings = chat_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "call-", findings)

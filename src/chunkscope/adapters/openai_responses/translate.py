@@ -54,23 +54,28 @@ from typing import Any
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TextDelta, TokenUsage
 from chunkscope.protocol.shared import type_phrase
 
+from .._arithmetic import responses_findings
 from .._blocks import (
     DELTA_FIELDS,
     REASONING,
     TEXT,
     TOOL_CALL,
     BlockWriter,
+    WholePart,
     new_chunk,
     set_dict,
     set_extra,
     set_fields,
     set_private,
+    whole_call,
+    whole_chunks,
+    whole_dicts,
 )
 from .._core.payload import PARSE_FAST_REFUSES, parse_fast, parse_reference
 from .._failures import ERROR_OBJECT_CODES, bounded, error_code, loads, preview, stream_error
 from .._finish import finish_failure
 
-__all__ = ["ResponsesTranslator", "map_usage", "read_whole", "responses_error_code"]
+__all__ = ["ResponsesTranslator", "map_usage", "read_whole", "whole_answer", "responses_error_code"]
 
 _ITEM_KINDS = {"message": TEXT, "reasoning": REASONING, "function_call": TOOL_CALL}
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -524,7 +529,8 @@ class ResponsesTranslator:
         raw_usage = response.get("usage")
         usage = map_usage(raw_usage) if raw_usage is not None else None
         reason = self._reason(str(obj.get("type")), response)
-        self.blocks.finish(reason, usage)
+        findings = responses_findings(raw_usage)
+        self.blocks.finish(reason, usage, findings=findings)
         self.done = True
 
     def _reason(self, kind: str, response: dict[str, Any]) -> FinishReason:
@@ -656,3 +662,33 @@ def read_whole(body: Mapping[str, Any]) -> tuple[TokenUsage | None, FinishReason
         else:
             finish = FinishReason(kind="stop")
     return usage, finish
+
+
+def whole_answer(body: Mapping[str, Any]) -> list[AnyChunk]:
+    """A non-streaming Responses answer as the chunks its stream would have been (built-in
+    tool items OpenAI runs itself, such as ``web_search_call``, are left out)."""
+    parts: list[WholePart] = []
+    for item in whole_dicts(body.get("output")):
+        kind = item.get("type")
+        if kind == "reasoning":
+            parts += [
+                (REASONING, p["text"])
+                for p in whole_dicts(item.get("summary"))
+                if isinstance(p.get("text"), str)
+            ]
+        elif kind == "message":
+            parts += [(TEXT, p["text"]) for p in _output_texts(item)]
+        elif kind == "function_call":
+            parts += whole_call(item.get("call_id"), item.get("name"), item.get("arguments", ""))
+    raw = body.get("usage")
+    findings = responses_findings(raw)
+    return whole_chunks(parts, *read_whole(body), "call_chunkscope_", findings)
+
+
+def _output_texts(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A message item's ``output_text`` parts that hold text."""
+    return [
+        p
+        for p in whole_dicts(item.get("content"))
+        if p.get("type") == "output_text" and isinstance(p.get("text"), str)
+    ]
