@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
             "UsageLog", "summary", "PriceTable", "Price", "UnpricedModelWarning", "plot_usage",
             "read_parquet", "to_parquet", "read_recordings", "to_inclusive", "to_disjoint",
             "OTEL_ATTRIBUTES", "read_dsh_session", "read_dsh_sessions", "read_llm_logs", "otel_sink",
-            "to_otel",
+            "to_otel", "cache_report",
         ],
         ".usage",
     ),
@@ -235,6 +235,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .usage import PriceTable as PriceTable
     from .usage import UnpricedModelWarning as UnpricedModelWarning
     from .usage import UsageLog as UsageLog
+    from .usage import cache_report as cache_report
     from .usage import otel_sink as otel_sink
     from .usage import plot_usage as plot_usage
     from .usage import read_dsh_session as read_dsh_session

@@ -1,11 +1,12 @@
-"""The neutral wire facts: every wire chunkscope speaks, named once, importing nothing.
+"""The neutral wire facts: every wire chunkscope speaks, named once, importing only the standard library.
 
 ``WIRE_FACTS`` holds what every layer may know of a wire without loading its adapter: its
 name, its title, the environment variables its key is read from, the provider name its
-calls are logged under, and where its base URL sits relative to a server's root. It sits
-at the package root and imports nothing (not even pydantic), so the local provider — which
-imports nothing of the adapters it judges — and the command line at start-up read the same
-rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
+calls are logged under, where its base URL sits relative to a server's root, and the order of
+its prompt's fields (``prompt_parts``: what a provider's prompt cache reads, in order). It sits
+at the package root and imports only the standard library (not even pydantic), so the local
+provider — which imports nothing of the adapters it judges — and the command line at start-up
+read the same rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
 Adding a wire: one folder under ``adapters/`` (adapter, request, translate), one module
@@ -16,9 +17,12 @@ under ``provider/wires/``, one row here and its adapter and request reader
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DEFAULT_WIRE", "WIRE_FACTS", "WireFacts"]
+__all__ = ["DEFAULT_WIRE", "PROMPT_SECTIONS", "WIRE_FACTS", "WireFacts", "prompt_parts"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class WireFacts:
             requires, what the tap recognises a stream by).
         credential_headers: the request headers that carry its credential (the tap never
             stores their values).
+        prompt_fields: the request body's fields in the order the provider's prompt cache
+            reads them (its prefix order); the last is the conversation, read item by item.
     """
 
     name: str
@@ -71,6 +77,7 @@ class WireFacts:
     zero_details: bool = False
     media_type: str = "text/event-stream"
     credential_headers: tuple[str, ...] = ("authorization",)
+    prompt_fields: tuple[str, ...] = ("tools", "messages")
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -101,6 +108,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("usage-iterations",),
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
+            prompt_fields=("tools", "system", "messages"),  # Anthropic's cache order
             credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
@@ -113,6 +121,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("several-output-items", "summary-parts", "reasoning-text"),
             withheld_code="CONTENT_FILTER",  # response.incomplete, reason content_filter
             request_path="/responses",
+            prompt_fields=("tools", "instructions", "input"),
             zero_details=True,  # input_tokens_details / output_tokens_details on every response
         ),
         WireFacts(
@@ -127,6 +136,7 @@ WIRE_FACTS: dict[str, WireFacts] = {
             request_path=":streamGenerateContent",  # {root}/v1beta/models/{model}:streamGenerateContent
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
+            prompt_fields=("cachedContent", "tools", "systemInstruction", "contents"),
             credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
         ),
         WireFacts(
@@ -143,6 +153,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,
             media_type="application/vnd.amazon.eventstream",
+            # Claude on Bedrock caches as on Anthropic's API: tools, then system, then messages
+            prompt_fields=("toolConfig", "system", "messages"),
             # a bearer API key, or SigV4's signature, its credential scope and session token
             credential_headers=(
                 "authorization",
@@ -158,3 +170,43 @@ WIRE_FACTS: dict[str, WireFacts] = {
 
 DEFAULT_WIRE = next(iter(WIRE_FACTS))
 """The wire used when none is named (the first row)."""
+
+PROMPT_SECTIONS: dict[str, str] = {
+    "tools": "tools",
+    "toolConfig": "tools",
+    "system": "system",
+    "instructions": "system",
+    "systemInstruction": "system",
+    "cachedContent": "cached content",
+}
+"""The section a prompt field is named by in reports (the conversation's items: ``message N``)."""
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def prompt_parts(facts: WireFacts, body: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """A request body's prompt in its wire's cache order: ``(section, value, serialized)`` per part.
+
+    The parts are the body's ``prompt_fields`` present in it, the conversation one part per
+    item (``message N``; a chat message of role system or developer is ``system``). The
+    serialization is compact JSON in the order sent, so a reordered key is a changed prefix,
+    as it is to a provider's cache. The local provider caches this text; ``cache_report``
+    compares it.
+    """
+    *leading, conversation = facts.prompt_fields
+    parts: list[tuple[str, Any, str]] = []
+    for name in leading:
+        if name in body:
+            parts.append((PROMPT_SECTIONS.get(name, name), body[name], _compact(body[name])))
+    items = body.get(conversation)
+    if not isinstance(items, list):
+        items = [] if items is None else [items]
+    for number, item in enumerate(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        section = "system" if role in _SYSTEM_ROLES else f"message {number}"
+        parts.append((section, item, _compact(item)))
+    return parts
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -154,6 +154,7 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
     stem = f"{call.id:05d}-{call.wire}-{_UNSAFE.sub('_', call.model or 'unknown')[:60]}"
     tap: dict[str, Any] = {
         "request_headers": [list(pair) for pair in call.request_headers],
+        "key_fingerprint": call.key_fingerprint,
         **body_field(call.request_body),
         "response_headers": [list(pair) for pair in call.response_headers],
         "started_at": call.started_at,

@@ -250,6 +250,7 @@ def _call(number: int, path: Path, recording: Recording, profile: str) -> tuple[
         clock_start=now(),
         recording=str(path),
         profile=profile,
+        key_fingerprint=_text(recorded.get("key_fingerprint"), "") or None,
     )
     if not recorded or (not recording.reads and recording.entries):
         return call, None  # chunks only (RecordingAdapter's recording, or an older tap's)
