@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["LlmRuntime", "RetryPolicy", "AgentLoop", "tool", "batch"], ".runtime"),
     **dict.fromkeys(["LocalProvider", "SCENARIOS"], ".provider"),
     **dict.fromkeys(["Tap", "TapReplay"], ".tap"),
-    **dict.fromkeys(["Timeline", "show", "ConformanceGrid"], ".notebook"),
+    **dict.fromkeys(["Timeline", "show", "ConformanceGrid", "CacheView"], ".notebook"),
     **dict.fromkeys(["conformance", "ConformanceReport"], ".conformance_kit"),
     **dict.fromkeys(
         [
@@ -184,6 +184,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .adapters import attribution_headers as attribution_headers
     from .conformance_kit import ConformanceReport as ConformanceReport
     from .conformance_kit import conformance as conformance
+    from .notebook import CacheView as CacheView
     from .notebook import ConformanceGrid as ConformanceGrid
     from .notebook import Timeline as Timeline
     from .notebook import show as show

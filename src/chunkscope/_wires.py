@@ -60,6 +60,8 @@ class WireFacts:
             stores their values).
         prompt_fields: the request body's fields in the order the provider's prompt cache
             reads them (its prefix order); the last is the conversation, read item by item.
+        cache_rules: the provider's rules that can make its cache read less than a prefix it
+            has seen (the prompt-cache report names them for an unexplained miss).
     """
 
     name: str
@@ -78,6 +80,7 @@ class WireFacts:
     media_type: str = "text/event-stream"
     credential_headers: tuple[str, ...] = ("authorization",)
     prompt_fields: tuple[str, ...] = ("tools", "messages")
+    cache_rules: str = ""
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -97,6 +100,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("content-parts", "reasoning-details", "xai-usage", "done-no-blank-line"),
             withheld_code="CONTENT_FILTER",  # finish_reason content_filter
             request_path="/chat/completions",
+            cache_rules="DeepSeek: best-effort, 64-token units, entries kept hours to days; OpenAI: "
+            "minimum 1,024 tokens, 128-token increments, expiry after 5-10 min idle (up to 24 h "
+            "with prompt_cache_retention), routing by prompt_cache_key and eviction",
         ),
         WireFacts(
             name="anthropic",
@@ -109,6 +115,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",  # {root}/v1/messages, as the official SDK posts it
             prompt_fields=("tools", "system", "messages"),  # Anthropic's cache order
+            cache_rules="breakpoints: only prefixes ending at a cache_control mark are read "
+            "(20-block lookback); minimum 1,024 tokens (2,048 Haiku); TTL 5 min (1 h with ttl) "
+            "and eviction",
             credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
@@ -122,6 +131,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             withheld_code="CONTENT_FILTER",  # response.incomplete, reason content_filter
             request_path="/responses",
             prompt_fields=("tools", "instructions", "input"),
+            cache_rules="OpenAI: minimum 1,024 tokens, 128-token increments, expiry after 5-10 min "
+            "idle (up to 24 h with prompt_cache_retention), routing by prompt_cache_key and eviction",
             zero_details=True,  # input_tokens_details / output_tokens_details on every response
         ),
         WireFacts(
@@ -137,6 +148,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
             prompt_fields=("cachedContent", "tools", "systemInstruction", "contents"),
+            cache_rules="implicit caching is best-effort: minimum 1,024 (Flash) / 4,096 (Pro) "
+            "tokens, expiry and eviction; explicit cachedContent: its TTL",
             credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
         ),
         WireFacts(
@@ -155,6 +168,8 @@ WIRE_FACTS: dict[str, WireFacts] = {
             media_type="application/vnd.amazon.eventstream",
             # Claude on Bedrock caches as on Anthropic's API: tools, then system, then messages
             prompt_fields=("toolConfig", "system", "messages"),
+            cache_rules="cachePoint blocks mark what is cached; minimum tokens per checkpoint "
+            "(1,024 for most Claude models); TTL 5 min and eviction",
             # a bearer API key, or SigV4's signature, its credential scope and session token
             credential_headers=(
                 "authorization",

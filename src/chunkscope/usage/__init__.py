@@ -37,7 +37,6 @@ from chunkscope.sources.dsh import (
 from ._cache_report import (
     CACHE_GRANULARITY,
     CACHE_REPORT_COLUMNS,
-    CACHE_RULES,
     ESTIMATE_RELATIVE_ERROR,
     VERDICTS,
     cache_report,
@@ -121,7 +120,6 @@ __all__ = [
     "cache_report",
     "CACHE_REPORT_COLUMNS",
     "CACHE_GRANULARITY",
-    "CACHE_RULES",
     "ESTIMATE_RELATIVE_ERROR",
     "VERDICTS",
 ]

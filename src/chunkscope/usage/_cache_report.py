@@ -38,7 +38,6 @@ from ._prices import PriceTable, as_price_table
 __all__ = [
     "CACHE_GRANULARITY",
     "CACHE_REPORT_COLUMNS",
-    "CACHE_RULES",
     "ESTIMATE_RELATIVE_ERROR",
     "VERDICTS",
     "cache_report",
@@ -57,20 +56,6 @@ ESTIMATE_RELATIVE_ERROR = 0.05
 """How far a prefix's token estimate may be off, as a share of it (text denser or sparser than
 the rest of the prompt); the local provider's tests hold it (see docs/usage.md)."""
 
-CACHE_RULES: dict[str, str] = {
-    "openai": "DeepSeek: best-effort, 64-token units, entries kept hours to days; OpenAI: minimum "
-    "1,024 tokens, 128-token increments, expiry after 5-10 min idle (up to 24 h with "
-    "prompt_cache_retention), routing by prompt_cache_key and eviction",
-    "responses": "OpenAI: minimum 1,024 tokens, 128-token increments, expiry after 5-10 min idle "
-    "(up to 24 h with prompt_cache_retention), routing by prompt_cache_key and eviction",
-    "anthropic": "breakpoints: only prefixes ending at a cache_control mark are read (20-block "
-    "lookback); minimum 1,024 tokens (2,048 Haiku); TTL 5 min (1 h with ttl) and eviction",
-    "gemini": "implicit caching is best-effort: minimum 1,024 (Flash) / 4,096 (Pro) tokens, "
-    "expiry and eviction; explicit cachedContent: its TTL",
-    "bedrock": "cachePoint blocks mark what is cached; minimum tokens per checkpoint (1,024 for "
-    "most Claude models); TTL 5 min and eviction",
-}
-"""Per wire: the provider rules that can make a cache read less than the prefix it had seen."""
 
 _STRING = pd.StringDtype()
 CACHE_REPORT_COLUMNS: dict[str, Any] = {
@@ -92,7 +77,7 @@ CACHE_REPORT_COLUMNS: dict[str, Any] = {
     "missed_tokens": "Int64",  # tokens an earlier request had that this one did not read from cache
     "miss_cost": "Float64",  # missed_tokens x (input - cache-read price); object Decimals for Decimal tables
     "currency": _STRING,
-    "rules": _STRING,  # miss-unexplained: the provider rules that could apply (CACHE_RULES)
+    "rules": _STRING,  # miss-unexplained: the provider rules that could apply (its WireFacts.cache_rules)
 }
 """The cache report's columns, their dtypes and meaning (one row per call, in call order)."""
 
@@ -267,16 +252,14 @@ def _digests(parts: list[tuple[str, Any, str]]) -> list[bytes]:
 
 def _row(call: _Call, seen: dict[tuple[str, str, str], _Groups], table: PriceTable | None) -> dict[str, Any]:
     usage = call.usage
-    cached = usage.cache_read_tokens if usage is not None else None
-    prompt = _prompt_tokens(usage)
     row: dict[str, Any] = {
         "call_id": call.call_id,
         "provider": call.provider,
         "wire": call.wire,
         "model": call.model,
         "key": call.key,
-        "prompt_tokens": prompt,
-        "cached_tokens": cached,
+        "prompt_tokens": _prompt_tokens(usage),
+        "cached_tokens": usage.cache_read_tokens if usage is not None else None,
     }
     facts = WIRE_FACTS.get(call.wire or "")
     if facts is None or not isinstance(call.body, dict):
@@ -285,36 +268,54 @@ def _row(call: _Call, seen: dict[tuple[str, str, str], _Groups], table: PriceTab
     digests = _digests(parts)
     group = seen.setdefault((str(call.provider), str(call.model), str(call.key)), _Groups())
     shared_parts, earlier = group.longest(digests)
-    group.add(digests, _Seen(parts, prompt))
-    total_chars = sum(len(text) for _, _, text in parts)
-    if prompt is None or total_chars == 0:
-        return row
-    per_char = prompt / total_chars
+    group.add(digests, _Seen(parts, row["prompt_tokens"]))
+    if row["prompt_tokens"] is not None and any(text for _, _, text in parts):
+        row.update(_prefix(parts, shared_parts, earlier, row["prompt_tokens"]))
+        if row["cached_tokens"] is not None:
+            row.update(_judged(row, earlier, facts.cache_rules))
+            row.update(_miss_cost(call, row["missed_tokens"], table))
+    return row
+
+
+def _prefix(
+    parts: list[tuple[str, Any, str]], shared_parts: int, earlier: _Seen | None, prompt: int
+) -> dict[str, Any]:
+    """The shared prefix in tokens (calibrated on this call's own prompt tokens) and the first change."""
+    out: dict[str, Any] = {}
+    per_char = prompt / sum(len(text) for _, _, text in parts)
     shared_chars = sum(len(text) for _, _, text in parts[:shared_parts])
-    if earlier is not None and shared_parts < min(len(parts), len(earlier.parts)):
+    if earlier is None:
+        out["change_section"] = "(first call)"
+    elif shared_parts < min(len(parts), len(earlier.parts)):
         mine, theirs = parts[shared_parts], earlier.parts[shared_parts]
         at = _common_prefix(mine[2], theirs[2])
         shared_chars += at
-        row.update(_change(mine, theirs, at))
-    elif earlier is None:
-        row["change_section"] = "(first call)"
+        out.update(_change(mine, theirs, at))
     shared = round(shared_chars * per_char) if earlier is not None else 0
-    row["shared_prefix_tokens"] = shared
-    row["new_tokens"] = prompt - shared
-    tolerance = math.ceil(shared * ESTIMATE_RELATIVE_ERROR)
-    row["estimate_tolerance"] = tolerance
-    if cached is None:
-        return row
-    earlier_tokens = _earlier_tokens(earlier, per_char)
-    missed = max(0, min(earlier_tokens, prompt) - cached)
-    row["missed_tokens"] = missed
-    row["verdict"] = _verdict(prompt, cached, shared, tolerance, changed="change_section" in row)
-    if row["verdict"] == "hit":
-        row["missed_tokens"] = 0
-    elif row["verdict"] == "miss-unexplained":
-        row["rules"] = CACHE_RULES.get(call.wire or "")
-    row.update(_miss_cost(call, row["missed_tokens"], table))
-    return row
+    out["shared_prefix_tokens"] = shared
+    out["new_tokens"] = prompt - shared
+    out["estimate_tolerance"] = math.ceil(shared * ESTIMATE_RELATIVE_ERROR)
+    out["_per_char"] = per_char
+    return out
+
+
+def _judged(row: dict[str, Any], earlier: _Seen | None, rules: str) -> dict[str, Any]:
+    """The verdict, the tokens missed (an earlier request had them, this one's cache read did not)."""
+    prompt, cached = row["prompt_tokens"], row["cached_tokens"]
+    verdict = _verdict(
+        prompt,
+        cached,
+        row["shared_prefix_tokens"],
+        row["estimate_tolerance"],
+        changed="change_section" in row,
+    )
+    missed = (
+        0 if verdict == "hit" else max(0, min(_earlier_tokens(earlier, row["_per_char"]), prompt) - cached)
+    )
+    out: dict[str, Any] = {"verdict": verdict, "missed_tokens": missed}
+    if verdict == "miss-unexplained":
+        out["rules"] = rules or None
+    return out
 
 
 def _prompt_tokens(usage: TokenUsage | None) -> int | None:
