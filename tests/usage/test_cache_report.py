@@ -193,3 +193,43 @@ def test_calls_without_a_request_or_usage_have_na_not_zero() -> None:
     assert report.prompt_tokens.tolist()[0] == 5 and pd.isna(report.cached_tokens.iloc[0])
     assert report.verdict.isna().all() and report.shared_prefix_tokens.isna().all()
     assert str(report.prompt_tokens.dtype) == "Int64"
+
+
+def test_the_display_and_the_command_show_the_same_rows_and_escape_the_request(
+    tap: Tap, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkscope.cli import main
+
+    _chat(tap, [{"role": "system", "content": SYSTEM}, *_turn("hello")])
+    _chat(tap, [{"role": "system", "content": "<b>now</b> " + SYSTEM}, *_turn("hello")])
+    _report(tap)  # every call ended
+    view = cs.CacheView(tap)
+    html = view._repr_html_()
+    assert html.count("<details><summary>") == 2  # one per call (after the heading)
+    assert "&lt;b&gt;now&lt;/b&gt;" in html and "<b>now</b>" not in html  # request text is text
+    assert "first change: <b>system, field content</b>" in html and "miss-explained" in html
+    assert KEY not in html and "CacheView calls=2" in repr(view)
+
+    folder = str(tmp_path / "recordings")
+    assert main(["cache", folder]) == 0
+    out = capsys.readouterr().out
+    assert "miss-explained" in out and "system · content" in out and "(first call)" in out
+    assert KEY not in out
+
+    assert main(["cache", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.strip().endswith("no such folder or file")
+
+    def interrupted(*args: Any, **kwargs: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("chunkscope.cli.cache.run_cache", interrupted)
+    assert main(["cache", folder]) == 130
+    assert capsys.readouterr().err == "chunkscope cache: interrupted\n"
+
+    def no_pandas(*args: Any, **kwargs: Any) -> int:
+        raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+
+    monkeypatch.setattr("chunkscope.cli.cache.run_cache", no_pandas)
+    assert main(["cache", folder]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("chunkscope cache: ") and "chunkscope[usage]" in err
