@@ -19,7 +19,7 @@ __all__ = ["CacheView", "cache_html"]
 
 _CSS = """
 .cs-cache{font:12px/1.4 system-ui,sans-serif;max-width:980px}
-.cs-cache summary{display:grid;grid-template-columns:9em 9em 11em 1fr 15em;gap:.6em;
+.cs-cache summary{display:grid;grid-template-columns:6em 8em 10em 1fr 13em 11em;gap:.6em;
  align-items:center;cursor:pointer;padding:3px 4px;border-bottom:1px solid #e3e3e3;list-style:none}
 .cs-cache summary::-webkit-details-marker{display:none}
 .cs-cache details[open] summary{background:#f3f6fb}
@@ -65,14 +65,19 @@ def _bars(row: dict[str, Any], scale: float) -> str:
 
 
 def _diff(before: str, after: str) -> str:
-    """The two excerpts, their common start plain and the rest marked (deleted, inserted)."""
+    """The two excerpts, their common start and end plain, what differs marked (deleted, inserted)."""
     same = 0
     while same < min(len(before), len(after)) and before[same] == after[same]:
         same += 1
-    return (
-        f"<pre>before: {escape(before[:same])}<del>{escape(before[same:])}</del></pre>"
-        f"<pre>after:  {escape(after[:same])}<ins>{escape(after[same:])}</ins></pre>"
-    )
+    tail = 0
+    while tail < min(len(before), len(after)) - same and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+
+    def marked(text: str, tag: str) -> str:
+        middle, end = text[same : len(text) - tail], text[len(text) - tail :]
+        return f"{escape(text[:same])}<{tag}>{escape(middle)}</{tag}>{escape(end)}"
+
+    return f"<pre>before: {marked(before, 'del')}</pre><pre>after:  {marked(after, 'ins')}</pre>"
 
 
 def _detail(row: dict[str, Any]) -> str:
@@ -111,7 +116,8 @@ def cache_html(report: pd.DataFrame) -> str:
         '<span class="cs-cache-new"></span>new'
         '<span class="cs-cache-cached"></span>reported cached</div>',
         '<details><summary class="cs-cache-head"><span>call</span><span>model</span><span>verdict</span>'
-        "<span>prompt</span><span>cached / shared / prompt</span></summary></details>",
+        "<span>prompt</span><span>cached / shared / prompt</span><span>first change</span>"
+        "</summary></details>",
     ]
     for row in rows:
         verdict = _text(row.get("verdict")) or "unknown"
@@ -123,6 +129,7 @@ def cache_html(report: pd.DataFrame) -> str:
             f"{_bars(row, scale)}"
             f"<span>{_count(row.get('cached_tokens'))} / {_count(row.get('shared_prefix_tokens'))}"
             f" / {_count(row.get('prompt_tokens'))}</span>"
+            f"<span>{escape(_text(row.get('change_section')))}</span>"
             f'</summary><div class="cs-cache-diff">{_detail(row)}</div></details>'
         )
     out.append("</div>")
