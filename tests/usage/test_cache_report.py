@@ -201,7 +201,7 @@ def test_the_display_and_the_command_show_the_same_rows_and_escape_the_request(
     from chunkscope.cli import main
 
     _chat(tap, [{"role": "system", "content": SYSTEM}, *_turn("hello")])
-    _chat(tap, [{"role": "system", "content": "<b>now</b> " + SYSTEM}, *_turn("hello")])
+    _chat(tap, [{"role": "system", "content": "<b>now</b>[red]! " + SYSTEM}, *_turn("hello")])
     _report(tap)  # every call ended
     view = cs.CacheView(tap)
     html = view._repr_html_()
@@ -214,6 +214,7 @@ def test_the_display_and_the_command_show_the_same_rows_and_escape_the_request(
     assert main(["cache", folder]) == 0
     out = capsys.readouterr().out
     assert "miss-explained" in out and "system · content" in out and "(first call)" in out
+    assert "<b>now</b>[red]!" in out  # request text is printed as text, never read as markup
     assert KEY not in out
 
     assert main(["cache", str(tmp_path / "nowhere")]) == 2
@@ -233,3 +234,24 @@ def test_the_display_and_the_command_show_the_same_rows_and_escape_the_request(
     assert main(["cache", folder]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("chunkscope cache: ") and "chunkscope[usage]" in err
+
+
+def test_the_provider_cache_knobs_off_unit_and_minimum() -> None:
+    def usage(provider: LocalProvider, system: str) -> tuple[int, int | None]:
+        with openai.OpenAI(base_url=provider.base_url, api_key=KEY, max_retries=0) as client:
+            reply = client.chat.completions.create(
+                model="text", messages=[{"role": "system", "content": system}, *_turn("hi")]  # type: ignore[list-item]
+            )
+        assert reply.usage is not None
+        details = reply.usage.prompt_tokens_details
+        return reply.usage.prompt_tokens, details.cached_tokens if details is not None else None
+
+    with LocalProvider(prompt_cache=False) as off:
+        assert usage(off, SYSTEM) == usage(off, SYSTEM) == (12, None)  # the scenario's own usage
+    with LocalProvider(cache_unit=500, cache_min=100) as coarse:
+        prompt, cached = usage(coarse, SYSTEM)
+        assert cached == 0 and prompt > 1000
+        assert usage(coarse, SYSTEM) == (prompt, prompt // 500 * 500)  # whole units of 500
+        assert usage(coarse, "short") == (12, None)  # under the minimum: not cached
+    with pytest.raises(ValueError, match="cache_unit must be a positive number of tokens"):
+        LocalProvider(cache_unit=0)

@@ -31,41 +31,40 @@ CACHE_HELP = "why a prompt cache missed: each recorded call's cache read beside 
 _VERDICT_STYLES = {"hit": "green", "miss-explained": "yellow", "miss-unexplained": "bold red"}
 
 
+_HEADINGS = ("call", "model", "verdict", "cached", "shared", "prompt", "missed", "change", "before → after")
+_COUNTS = ("cached_tokens", "shared_prefix_tokens", "prompt_tokens", "missed_tokens")
+
+
 def render_cache(frame: pd.DataFrame) -> Any:
-    """The report as a rich table: one row per call."""
+    """The report as a rich table: one row per call (every cell plain text, never markup)."""
     from rich.table import Table
 
     table = Table(title=f"prompt cache: {len(frame)} calls", title_justify="left")
-    for heading in (
-        "call",
-        "model",
-        "verdict",
-        "cached",
-        "shared",
-        "prompt",
-        "missed",
-        "change",
-        "before → after",
-    ):
+    for heading in _HEADINGS:
         table.add_column(
             heading, justify="right" if heading in ("cached", "shared", "prompt", "missed") else "left"
         )
     for row in frame.astype(object).where(frame.notna(), None).to_dict("records"):
-        verdict = row["verdict"] or "-"
-        change = row["change_section"] or ""
-        if row["change_field"]:
-            change += f" · {row['change_field']}"
-        excerpt = f"{row['before']} → {row['after']}" if row["before"] is not None else ""
-        counts = ("cached_tokens", "shared_prefix_tokens", "prompt_tokens", "missed_tokens")
-        table.add_row(
-            printable(str(row["call_id"])),
-            printable(str(row["model"] or "-")),
-            f"[{_VERDICT_STYLES.get(verdict, '')}]{verdict}[/]" if verdict in _VERDICT_STYLES else verdict,
-            *(_count(row[name]) for name in counts),
-            printable(change),
-            printable(excerpt),
-        )
+        table.add_row(*_cells(row))
     return table
+
+
+def _cells(row: dict[str, Any]) -> list[Any]:
+    from rich.text import Text
+
+    verdict = row["verdict"] or "-"
+    change = row["change_section"] or ""
+    if row["change_field"]:
+        change += f" · {row['change_field']}"
+    excerpt = f"{row['before']} → {row['after']}" if row["before"] is not None else ""
+    return [
+        Text(printable(str(row["call_id"]))),
+        Text(printable(str(row["model"] or "-"))),
+        Text(verdict, style=_VERDICT_STYLES.get(verdict, "")),
+        *(Text(_count(row[name])) for name in _COUNTS),
+        Text(printable(change)),
+        Text(printable(excerpt)),
+    ]
 
 
 def _count(value: Any) -> str:
