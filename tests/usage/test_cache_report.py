@@ -240,7 +240,8 @@ def test_the_provider_cache_knobs_off_unit_and_minimum() -> None:
     def usage(provider: LocalProvider, system: str) -> tuple[int, int | None]:
         with openai.OpenAI(base_url=provider.base_url, api_key=KEY, max_retries=0) as client:
             reply = client.chat.completions.create(
-                model="text", messages=[{"role": "system", "content": system}, *_turn("hi")]  # type: ignore[list-item]
+                model="text",
+                messages=[{"role": "system", "content": system}, *_turn("hi")],  # type: ignore[list-item]
             )
         assert reply.usage is not None
         details = reply.usage.prompt_tokens_details
