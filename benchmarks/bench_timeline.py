@@ -130,8 +130,10 @@ def run_case(
     name = f"bench-{kind}-{n}.ipynb"
     ended = server.root / "ended.json"
     ended.unlink(missing_ok=True)
-    cells = [SETUP.format(n=n) + (TIMELINE_SETUP if kind == "timeline" else ""),
-             TIMELINE_RUN if kind == "timeline" else PLAIN_RUN]
+    cells = [
+        SETUP.format(n=n) + (TIMELINE_SETUP if kind == "timeline" else ""),
+        TIMELINE_RUN if kind == "timeline" else PLAIN_RUN,
+    ]
     out: dict[str, Any] = {"kind": kind, "n": n}
     try:
         lab.write_notebook(name, cells)
@@ -162,8 +164,9 @@ def run_case(
             target, scrub_ms = page.evaluate(SCRUB, el)
             out["scrub_to"] = target
             out["scrub_ms"] = scrub_ms
-            out["scrub_longest_ms"] = max((d for _, d in page.evaluate("() => window.__cs_bench.longtasks")),
-                                          default=0.0)
+            out["scrub_longest_ms"] = max(
+                (d for _, d in page.evaluate("() => window.__cs_bench.longtasks")), default=0.0
+            )
             out["dom_chars"] = page.evaluate(
                 "(el) => el.querySelector('.cs-seg-text').textContent.length", el
             )
@@ -192,7 +195,8 @@ def main() -> None:
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
-                    executable_path=CHROMIUM, headless=True,
+                    executable_path=CHROMIUM,
+                    headless=True,
                     args=[*CHROMIUM_ARGS, "--enable-precise-memory-info"],
                 )
                 try:
@@ -209,8 +213,10 @@ def main() -> None:
             _stop_server(server)
 
     print()
-    print(f"{'deltas':>9}  {'case':<8} {'end on screen':>14} {'vs plain':>9} {'long tasks':>10} "
-          f"{'longest':>9} {'comm msgs':>9} {'heap':>8} {'replay to middle':>16}")
+    print(
+        f"{'deltas':>9}  {'case':<8} {'end on screen':>14} {'vs plain':>9} {'long tasks':>10} "
+        f"{'longest':>9} {'comm msgs':>9} {'heap':>8} {'replay to middle':>16}"
+    )
     floor = {r["n"]: r.get("end_ms") for r in results if r["kind"] == "plain"}
     for r in results:
         if "error" in r:
@@ -219,8 +225,10 @@ def main() -> None:
         ratio = f"{r['end_ms'] / floor[r['n']]:.2f}x" if r["kind"] == "timeline" and floor.get(r["n"]) else ""
         scrub = f"{r['scrub_ms']:.0f} ms" if "scrub_ms" in r else ""
         heap = f"{r['heap_mb']:.0f} MB" if r.get("heap_mb") else "?"
-        print(f"{r['n']:>9,}  {r['kind']:<8} {r['end_ms']:>11.0f} ms {ratio:>9} {r['longtasks']:>10} "
-              f"{r['longest_ms']:>6.0f} ms {r['comms']:>9} {heap:>8} {scrub:>16}")
+        print(
+            f"{r['n']:>9,}  {r['kind']:<8} {r['end_ms']:>11.0f} ms {ratio:>9} {r['longtasks']:>10} "
+            f"{r['longest_ms']:>6.0f} ms {r['comms']:>9} {heap:>8} {scrub:>16}"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

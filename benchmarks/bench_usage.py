@@ -16,8 +16,12 @@
    largest gap), against the ``to_frame()`` that builds that frame; and over 1,000,000 gaps of
    recorded calls (10,000 calls of 101 chunks, every gap), against recording the same calls
    into a ``UsageLog`` and building its frame. Reported as ratios (cadence time / frame time).
+7. the prompt-cache report (``cache_report``) over 10,000 recorded tap calls (conversations
+   of 20 turns, a ~1,600-token system prompt that changes per conversation) against building
+   the plain usage frame of the same folder (``read_recordings``); the ratio is printed.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N]``. Times are
+Run: ``PYTHONPATH=src python benchmarks/bench_usage.py [--rows N] [--only NAME]``
+(``--only cache``: just section 7). Times are
 the best of ``--repeat`` runs; the machine may be shared, so compare the ratios.
 """
 
@@ -29,6 +33,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -386,28 +391,100 @@ def bench_cadence(rows: int, repeat: int, report: dict[str, Any]) -> None:
     report["cadence_gaps_ratio"] = every_s / plain_s
 
 
-SECTIONS: list[Callable[[int, int, dict[str, Any]], None]] = [
-    bench_frame,
-    bench_summary,
-    bench_session_log,
-    bench_otel,
-    bench_pricing,
-    bench_cadence,
-]
+def _cache_recordings(folder: Path, calls: int) -> None:
+    """``calls`` tap recordings: one real call through the tap to the local provider, then its
+    file again with the request of each turn of 20-turn conversations (the system prompt names
+    its conversation, so each conversation's first call misses). Every copy keeps the base
+    call's answer (cached 0), so later turns read as unexplained misses: the work is the same."""
+    import openai
+
+    from chunkscope.provider import LocalProvider
+    from chunkscope.tap import Tap
+
+    base = folder / "base"
+    rules = "long-standing rules: answer briefly, cite sources, never guess. " * 100
+    with LocalProvider() as provider, Tap(upstream=provider.url, record=base) as tap:
+        with openai.OpenAI(base_url=f"{tap.base_url}/v1", api_key="sk-bench-0000000000") as client:
+            stream = client.chat.completions.create(
+                model="text",
+                messages=[{"role": "user", "content": rules}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            for _ in stream:
+                pass
+        tap.calls[0].wait(5)
+    header_line, *rest = next(base.glob("*.jsonl")).read_text().splitlines(keepends=True)
+    header = json.loads(header_line)
+    for i in range(calls):
+        conversation, turn = divmod(i, 20)
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": f"Conversation {conversation}. {rules}"}
+        ]
+        for k in range(turn + 1):
+            messages += [
+                {"role": "user", "content": f"question {k}"},
+                {"role": "assistant", "content": "ok " * 40},
+            ]
+        header["tap"]["request_body"] = json.dumps({"model": "text", "messages": messages[:-1]})
+        header["started"] = f"2026-01-01T00:00:00.{i:06d}+00:00"[:32]
+        (folder / f"{i:06d}-openai-text.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+
+
+def bench_cache_report(rows: int, repeat: int, report: dict[str, Any]) -> None:
+    """The cache report against the plain usage frame of the same recordings."""
+    import tempfile
+
+    from chunkscope.usage import cache_report, read_recordings
+
+    calls = max(100, min(10_000, rows // 100))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _cache_recordings(folder, calls)
+        frame_s, frame = best(lambda: read_recordings(folder), repeat)
+        cache_s, cached = best(lambda: cache_report(folder), repeat)
+    assert len(frame) == len(cached) == calls
+    verdicts = cached["verdict"].value_counts().to_dict()
+    print(f"\nprompt-cache report, {calls:,} recorded calls:")
+    print(f"  read_recordings (the plain usage frame)   {frame_s:8.3f} s")
+    print(
+        f"  cache_report                              {cache_s:8.3f} s   ({cache_s / frame_s:.2f}x the frame)"
+    )
+    print(f"  verdicts: {verdicts}")
+    report["cache_report_ratio"] = cache_s / frame_s
+
+
+SECTIONS: dict[str, Callable[[int, int, dict[str, Any]], None]] = {
+    "frame": bench_frame,
+    "summary": bench_summary,
+    "session-log": bench_session_log,
+    "otel": bench_otel,
+    "pricing": bench_pricing,
+    "cadence": bench_cadence,
+    "cache": bench_cache_report,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=sorted(SECTIONS), default=None, help="run one section")
     args = parser.parse_args()
     report: dict[str, Any] = {}
-    for section in SECTIONS:
-        section(args.rows, args.repeat, report)
-    figures = {"rows": args.rows, "to_frame_s": round(report["to_frame_s"], 3)}
-    figures["otel_over_log_us"] = round(report["otel_over_log_us"], 1)
-    figures["cadence_frame_ratio"] = round(report["cadence_frame_ratio"], 2)
-    figures["cadence_gaps_ratio"] = round(report["cadence_gaps_ratio"], 2)
+    for name, section in SECTIONS.items():
+        if args.only in (None, name):
+            section(args.rows, args.repeat, report)
+    figures: dict[str, Any] = {"rows": args.rows}
+    for name, digits in (
+        ("to_frame_s", 3),
+        ("otel_over_log_us", 1),
+        ("cadence_frame_ratio", 2),
+        ("cadence_gaps_ratio", 2),
+        ("cache_report_ratio", 2),
+    ):
+        if name in report:
+            figures[name] = round(report[name], digits)
     print(json.dumps(figures))
 
 

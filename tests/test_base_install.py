@@ -183,7 +183,11 @@ def test_lab_serves_the_shipped_notebooks_from_a_wheel(wheel: Path, tmp_path: Pa
     with log.open("wb") as out:
         lab = subprocess.Popen(
             [python.parent / "chunkscope", "lab", "--no-browser", "--port", "0"],
-            cwd=work, env=_clean_env(home), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=work,
+            env=_clean_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:

@@ -69,15 +69,18 @@ async def test_the_protocol_docs_example_stream_checks_clean_and_assembles() -> 
 # assembled, so this file does not itself read as such a pointer to a plain grep)
 _BESIDE = "sha" + "red"
 OUTSIDE = re.compile(
-    rf"\.\./{_BESIDE}|{_BESIDE}/spec|{_BESIDE}/fixtures|PROTO" r"COL\.md"
+    rf"\.\./{_BESIDE}|{_BESIDE}/spec|{_BESIDE}/fixtures|PROTO"
+    r"COL\.md"
     rf"|(?i:seed-style|\bthe seed\b|protocol tutorial|project's {_BESIDE} spec)"
 )
 
 
 def tracked_files() -> list[Path]:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     return [REPO_ROOT / name for name in listed if name and (REPO_ROOT / name).is_file()]
 
 
@@ -101,7 +104,7 @@ def test_no_tracked_file_points_outside_the_repository() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["see PROTO" "COL.md §3", f"read ../{_BESIDE}/fixtures/upstream-cases.json", "as seed-style dicts"],
+    ["see PROTOCOL.md §3", f"read ../{_BESIDE}/fixtures/upstream-cases.json", "as seed-style dicts"],
 )
 def test_the_pointer_scan_catches_each_kind(line: str) -> None:
     assert OUTSIDE.search(line)

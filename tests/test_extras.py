@@ -29,8 +29,10 @@ from test_layers import PACKAGE, SOURCES, imports_of, package_of
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-ONE_LINE = re.compile(r'^chunkscope \w+: needs the "(\w+)" extra \((\w+) is not installed\): '
-                      r'pip install "chunkscope\[(\w+)\]"$')
+ONE_LINE = re.compile(
+    r'^chunkscope \w+: needs the "(\w+)" extra \((\w+) is not installed\): '
+    r'pip install "chunkscope\[(\w+)\]"$'
+)
 
 
 def _names(requirements: list[str]) -> set[str]:
@@ -136,8 +138,12 @@ def test_a_cli_path_without_its_extra_prints_one_line_and_exits_2(
 @pytest.mark.parametrize("command", ["check", "show"])
 def test_check_and_show_read_a_session_log_without_the_usage_extra(inputs: Path, command: str) -> None:
     # session logs are read by chunkscope.sources, which needs neither pandas nor numpy
-    done = _blocked(f"from chunkscope.cli import main; sys.exit(main([{command!r}, 'session.jsonl']))",
-                    "numpy", "pandas", cwd=inputs)
+    done = _blocked(
+        f"from chunkscope.cli import main; sys.exit(main([{command!r}, 'session.jsonl']))",
+        "numpy",
+        "pandas",
+        cwd=inputs,
+    )
     assert "extra" not in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "session log" in done.stderr or done.returncode in (0, 1), done.stderr
 
@@ -171,7 +177,7 @@ def probe(code: str) -> str:
         "import chunkscope as cs\n"
         "def write_session():\n"
         "    open('s.jsonl', 'w').write("
-        "'{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":0}\\n')\n"
+        '\'{"type":"session","version":0,"id":"s","createdAt":0}\\n\')\n'
         "    return 's.jsonl'\n"
         "try:\n"
         f"    {code}\n"
@@ -234,6 +240,8 @@ def test_every_gated_name_without_its_extra_is_one_standalone_error_in_one_wordi
         # the caller's frame and chunkscope's one (3.13 also prints the caller's source under its frame)
         assert "importlib" not in shown and shown.count('  File "') <= 2, shown
         assert shown.rstrip().endswith(message)
+
+
 # --- the lab extra runs every tutorial and the README's examples ---------------------------------
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
@@ -255,8 +263,10 @@ def _cells(path: Path) -> list[str]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
     # IPython's magics and shell lines are not Python
-    return ["\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
-            for cell in code]
+    return [
+        "\n".join(line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for cell in code
+    ]
 
 
 def _readme_blocks() -> list[str]:

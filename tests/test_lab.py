@@ -143,7 +143,9 @@ def test_the_wheel_ships_only_the_committed_tutorials_whatever_the_checkout_hold
     lab_module.copy_tutorials(source / "notebooks", source / lab_module.CHECKOUT_FOLDER_NAME)  # a user's
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(source)],
-        capture_output=True, text=True, timeout=540,
+        capture_output=True,
+        text=True,
+        timeout=540,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     [wheel] = (tmp_path / "dist").glob("chunkscope-*.whl")
@@ -391,13 +393,29 @@ def _run_code_in_a_new_kernel(
     connection = websocket.create_connection(socket_url, timeout=60)
     try:
         msg_id = uuid.uuid4().hex
-        connection.send(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test", "session": msg_id,
-                       "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell",
-            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
-                        "allow_stdin": False},
-        }))
+        connection.send(
+            json.dumps(
+                {
+                    "header": {
+                        "msg_id": msg_id,
+                        "msg_type": "execute_request",
+                        "username": "test",
+                        "session": msg_id,
+                        "version": "5.3",
+                    },
+                    "parent_header": {},
+                    "metadata": {},
+                    "channel": "shell",
+                    "content": {
+                        "code": code,
+                        "silent": False,
+                        "store_history": False,
+                        "user_expressions": {},
+                        "allow_stdin": False,
+                    },
+                }
+            )
+        )
         printed = ""
         while True:
             message = json.loads(connection.recv())

@@ -18,11 +18,7 @@ import pytest
 import chunkscope as cs
 from chunkscope import conformance_kit, runtime, sources
 
-PUBLIC = [
-    name
-    for name in cs._EXPORTS
-    if isinstance(getattr(cs, name), (type, types.FunctionType))
-]
+PUBLIC = [name for name in cs._EXPORTS if isinstance(getattr(cs, name), (type, types.FunctionType))]
 
 
 def test_the_scan_covers_the_classes_and_functions_of_the_face() -> None:

@@ -51,7 +51,11 @@ NOTEBOOK = "01-streamchunk-protocol.ipynb"
 BANNER = re.compile(r"chunkscope lab: serving (.*) at (http://127\.0\.0\.1:(\d+)/lab\?token=(\S+))")
 WORKING_COPY = "my-notebooks"  # where `chunkscope lab` serves a checkout's tutorials
 REAL_KEYS = (
-    "DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AWS_BEARER_TOKEN_BEDROCK"
+    "DEEPSEEK_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
 )
 INSTALL_TIMEOUT_S = 1200.0  # a cold pip cache downloads JupyterLab, pandas, pyarrow...
 NOTEBOOKS_TIMEOUT_S = 1500.0  # the five tutorials, one kernel each, on a shared machine
@@ -169,8 +173,12 @@ def _run_and_save_every_notebook(
     for name in tutorials:
         content = json.loads((executed / name).read_text(encoding="utf-8"))
         url = f"{base}/api/contents/{name}"
-        saved = httpx.put(url, params={"token": token}, json={"type": "notebook", "format": "json",
-                                                               "content": content}, timeout=60)
+        saved = httpx.put(
+            url,
+            params={"token": token},
+            json={"type": "notebook", "format": "json", "content": content},
+            timeout=60,
+        )
         assert saved.status_code in (200, 201), (name, saved.status_code, saved.text[:500])
         checkpoint = httpx.post(f"{url}/checkpoints", params={"token": token}, timeout=60)
         assert checkpoint.status_code == 201, (name, checkpoint.status_code, checkpoint.text[:500])
@@ -242,8 +250,9 @@ def test_both_readme_commands_work_as_written_with_debians_python3(tmp_path: Pat
         assert "token=..." not in text, text  # only the banner's working URL, not Jupyter's masked one
 
         # every tutorial, run in the environment the command made and saved as JupyterLab saves it
-        _run_and_save_every_notebook(repo, served, tutorials, env, tmp_path, f"http://127.0.0.1:{banner[3]}",
-                                     banner[4])
+        _run_and_save_every_notebook(
+            repo, served, tutorials, env, tmp_path, f"http://127.0.0.1:{banner[3]}", banner[4]
+        )
     finally:
         _stop(lab)
 

@@ -1,11 +1,12 @@
-"""The neutral wire facts: every wire chunkscope speaks, named once, importing nothing.
+"""The neutral wire facts: every wire chunkscope speaks, named once, importing only the standard library.
 
 ``WIRE_FACTS`` holds what every layer may know of a wire without loading its adapter: its
 name, its title, the environment variables its key is read from, the provider name its
-calls are logged under, and where its base URL sits relative to a server's root. It sits
-at the package root and imports nothing (not even pydantic), so the local provider — which
-imports nothing of the adapters it judges — and the command line at start-up read the same
-rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
+calls are logged under, where its base URL sits relative to a server's root, and the order of
+its prompt's fields (``prompt_parts``: what a provider's prompt cache reads, in order). It sits
+at the package root and imports only the standard library (not even pydantic), so the local
+provider — which imports nothing of the adapters it judges — and the command line at start-up
+read the same rows the adapters do. ``chunkscope.adapters.wires.WIRES`` joins each row to its adapter
 class; ``chunkscope.provider.wires`` to the routes the local provider serves.
 
 Adding a wire: docs/architecture.md, "Where a new wire goes" (one row here, one folder under
@@ -15,9 +16,12 @@ reads its provider name, key variables, request path and media type from its row
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DEFAULT_WIRE", "WIRE_FACTS", "WireFacts"]
+__all__ = ["DEFAULT_WIRE", "PROMPT_SECTIONS", "WIRE_FACTS", "WireFacts", "prompt_parts"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ class WireFacts:
             requires, what the tap recognises a stream by).
         credential_headers: the request headers that carry its credential (the tap never
             stores their values).
+        prompt_fields: the request body's fields in the order the provider's prompt cache
+            reads them (its prefix order); the last is the conversation, read item by item.
+        cache_rules: the provider's rules that can make its cache read less than a prefix it
+            has seen (the prompt-cache report names them for an unexplained miss).
     """
 
     name: str
@@ -77,6 +85,8 @@ class WireFacts:
     zero_details: bool = False
     media_type: str = "text/event-stream"
     credential_headers: tuple[str, ...] = ("authorization",)
+    prompt_fields: tuple[str, ...] = ("tools", "messages")
+    cache_rules: str = ""
 
     def base_url(self, root: str) -> str:
         """The base URL this wire's adapters take for a server whose root is ``root``."""
@@ -96,6 +106,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("content-parts", "reasoning-details", "xai-usage", "done-no-blank-line"),
             withheld_code="CONTENT_FILTER",  # finish_reason content_filter
             request_path="/chat/completions",
+            cache_rules="DeepSeek: best-effort, 64-token units, entries kept hours to days; OpenAI: "
+            "minimum 1,024 tokens, 128-token increments, expiry after 5-10 min idle (up to 24 h "
+            "with prompt_cache_retention), routing by prompt_cache_key and eviction",
         ),
         WireFacts(
             name="anthropic",
@@ -108,6 +121,10 @@ WIRE_FACTS: dict[str, WireFacts] = {
             withheld_code="REFUSAL",  # stop_reason refusal
             request_path="/messages",
             request_prefix="/v1",  # {root}/v1/messages, as the official SDK posts it
+            prompt_fields=("tools", "system", "messages"),  # Anthropic's cache order
+            cache_rules="breakpoints: only prefixes ending at a cache_control mark are read "
+            "(20-block lookback); minimum 1,024 tokens (2,048 Haiku); TTL 5 min (1 h with ttl) "
+            "and eviction",
             credential_headers=("x-api-key", "authorization"),  # authorization: a bearer token
         ),
         WireFacts(
@@ -120,6 +137,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             dialects=("several-output-items", "summary-parts", "reasoning-text"),
             withheld_code="CONTENT_FILTER",  # response.incomplete, reason content_filter
             request_path="/responses",
+            prompt_fields=("tools", "instructions", "input"),
+            cache_rules="OpenAI: minimum 1,024 tokens, 128-token increments, expiry after 5-10 min "
+            "idle (up to 24 h with prompt_cache_retention), routing by prompt_cache_key and eviction",
             zero_details=True,  # input_tokens_details / output_tokens_details on every response
         ),
         WireFacts(
@@ -136,6 +156,9 @@ WIRE_FACTS: dict[str, WireFacts] = {
             stream_query="alt=sse",
             whole_path=":generateContent",
             model_in_path=r"/models/(?P<model>[^/:]+):",
+            prompt_fields=("cachedContent", "tools", "systemInstruction", "contents"),
+            cache_rules="implicit caching is best-effort: minimum 1,024 (Flash) / 4,096 (Pro) "
+            "tokens, expiry and eviction; explicit cachedContent: its TTL",
             credential_headers=("x-goog-api-key", "authorization"),  # authorization: OAuth
         ),
         WireFacts(
@@ -153,6 +176,10 @@ WIRE_FACTS: dict[str, WireFacts] = {
             model_in_path=r"/model/(?P<model>[^/]+)/converse",
             reasoning_tokens=False,
             media_type="application/vnd.amazon.eventstream",
+            # Claude on Bedrock caches as on Anthropic's API: tools, then system, then messages
+            prompt_fields=("toolConfig", "system", "messages"),
+            cache_rules="cachePoint blocks mark what is cached; minimum tokens per checkpoint "
+            "(1,024 for most Claude models); TTL 5 min and eviction",
             # a bearer API key, or SigV4's signature, its credential scope and session token
             credential_headers=(
                 "authorization",
@@ -168,3 +195,43 @@ WIRE_FACTS: dict[str, WireFacts] = {
 
 DEFAULT_WIRE = next(iter(WIRE_FACTS))
 """The wire used when none is named (the first row)."""
+
+PROMPT_SECTIONS: dict[str, str] = {
+    "tools": "tools",
+    "toolConfig": "tools",
+    "system": "system",
+    "instructions": "system",
+    "systemInstruction": "system",
+    "cachedContent": "cached content",
+}
+"""The section a prompt field is named by in reports (the conversation's items: ``message N``)."""
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def prompt_parts(facts: WireFacts, body: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """A request body's prompt in its wire's cache order: ``(section, value, serialized)`` per part.
+
+    The parts are the body's ``prompt_fields`` present in it, the conversation one part per
+    item (``message N``; a chat message of role system or developer is ``system``). The
+    serialization is compact JSON in the order sent, so a reordered key is a changed prefix,
+    as it is to a provider's cache. The local provider caches this text; ``cache_report``
+    compares it.
+    """
+    *leading, conversation = facts.prompt_fields
+    parts: list[tuple[str, Any, str]] = []
+    for name in leading:
+        if name in body:
+            parts.append((PROMPT_SECTIONS.get(name, name), body[name], _compact(body[name])))
+    items = body.get(conversation)
+    if not isinstance(items, list):
+        items = [] if items is None else [items]
+    for number, item in enumerate(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        section = "system" if role in _SYSTEM_ROLES else f"message {number}"
+        parts.append((section, item, _compact(item)))
+    return parts
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -47,6 +47,8 @@ def sdk_readable(replies: list[str], wire: str) -> list[str]:
     """The replies the official SDK of ``wire`` can read: a provider dialect on its own wire is a shape
     the SDK does not know (that is why the adapters read it), so SDK comparisons leave it out."""
     return [name for name in replies if wire not in SCENARIOS[name].wires or SCENARIOS[name].dialect is None]
+
+
 STALL = "fault-stall"
 """The one scenario whose point is the idle timeout firing."""
 STALL_IDLE_TIMEOUT = 0.3

@@ -463,9 +463,11 @@ class TailBody(httpx.AsyncByteStream):
 async def test_the_body_after_message_stop_is_read_to_its_end_so_the_connection_is_reused() -> None:
     # What follows message_stop (a ping, a malformed line) is read, not translated.
     body = TailBody(sse_body(text_reply("hi")), [sse_body([ping()]), b"event: junk\ndata: {not json\n\n"])
-    result = await run(adapter_for(lambda request: httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, stream=body
-    )))
+    result = await run(
+        adapter_for(
+            lambda request: httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+        )
+    )
     assert result.ok, result.error
     assert result.text == "hi"
     assert body.exhausted  # read to its end: httpx returns a fully read connection to the pool
@@ -501,9 +503,11 @@ async def test_a_server_that_trickles_on_after_message_stop_still_completes_in_b
 
     body = Trickle()
     started = time.perf_counter()
-    result = await run(adapter_for(lambda request: httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, stream=body
-    )))
+    result = await run(
+        adapter_for(
+            lambda request: httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
+        )
+    )
     assert result.ok, result.error
     assert time.perf_counter() - started < 2.0
     assert body.closed

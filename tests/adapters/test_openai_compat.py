@@ -654,7 +654,9 @@ async def test_a_query_in_base_url_is_kept_after_the_chat_completions_path() -> 
         "https://gateway.test/openai?api-version=2024-10-21", API_KEY, http_client=server.client()
     )
     await collect(adapter.stream(options()))
-    assert str(server.requests[0].url) == "https://gateway.test/openai/chat/completions?api-version=2024-10-21"
+    assert (
+        str(server.requests[0].url) == "https://gateway.test/openai/chat/completions?api-version=2024-10-21"
+    )
 
 
 async def test_posts_a_streaming_chat_completion_with_usage_and_attribution() -> None:

@@ -27,7 +27,11 @@ BINDER = REPO / "binder"
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 RUNNER = REPO / "tests" / "notebooks" / "execute_in_env.py"
 REAL_KEYS = (
-    "DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AWS_BEARER_TOKEN_BEDROCK"
+    "DEEPSEEK_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.notebook]

@@ -56,8 +56,9 @@ def _finished_with(code: str) -> str:
     return json.dumps(state_from_result(result, title="t"))
 
 
-@pytest.mark.parametrize(("code", "unmapped"), [("SOME_NEW_REASON", True), ("CONTENT_FILTER", False),
-                                                ("HTTP_418", False)])
+@pytest.mark.parametrize(
+    ("code", "unmapped"), [("SOME_NEW_REASON", True), ("CONTENT_FILTER", False), ("HTTP_418", False)]
+)
 def test_the_live_badge_marks_a_code_the_registry_does_not_hold(
     chromium: Any, code: str, unmapped: bool
 ) -> None:

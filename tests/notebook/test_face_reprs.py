@@ -20,7 +20,10 @@ def snapshot(shell):
 def _run(code: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", SNAPSHOT + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return done.stdout
 

@@ -42,8 +42,12 @@ def chained_error() -> LlmError:
             raise OSError("socket closed") from low
     except OSError as mid:
         return LlmError(
-            "peer closed the stream", "TRANSPORT",
-            status=503, retry_after_ms=1500, request_id="req-7", cause=mid,
+            "peer closed the stream",
+            "TRANSPORT",
+            status=503,
+            retry_after_ms=1500,
+            request_id="req-7",
+            cause=mid,
         )
 
 

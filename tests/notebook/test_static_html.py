@@ -111,8 +111,12 @@ async def test_an_error_badge_shows_code_status_retry_after_and_request_id() -> 
 
 
 async def test_an_error_finish_shows_its_failure_code() -> None:
-    chunks = [start(0, "text"), delta(0, "no"), end(0, type="text", text="no"),
-              finish("error", message="blocked", code="CONTENT_FILTER")]
+    chunks = [
+        start(0, "text"),
+        delta(0, "no"),
+        end(0, type="text", text="no"),
+        finish("error", message="blocked", code="CONTENT_FILTER"),
+    ]
     timeline = await finished(chunks)
     page = Elements(timeline.static_html())
     assert [b["data-code"] for b in page.with_class("cs-error")] == ["CONTENT_FILTER"]
@@ -133,10 +137,20 @@ async def test_static_html_escapes_everything_the_model_or_adapter_wrote() -> No
         *(delta(0, h) for h in HOSTILE),
         end(0, type="text", text="".join(HOSTILE)),
         start(1, "tool-call"),
-        {"type": "tool-call-delta", "index": 1, "id": "<b>id</b>", "name": "<img src=y onerror=alert(3)>",
-         "argumentsDelta": '{"x": "<script>bad()</script>"}'},
-        end(1, type="tool-call", id="<b>id</b>", name="<img src=y onerror=alert(3)>",
-            arguments='{"x": "<script>bad()</script>"}'),
+        {
+            "type": "tool-call-delta",
+            "index": 1,
+            "id": "<b>id</b>",
+            "name": "<img src=y onerror=alert(3)>",
+            "argumentsDelta": '{"x": "<script>bad()</script>"}',
+        },
+        end(
+            1,
+            type="tool-call",
+            id="<b>id</b>",
+            name="<img src=y onerror=alert(3)>",
+            arguments='{"x": "<script>bad()</script>"}',
+        ),
         finish("error", message="<script>alert(4)</script>", code="X<script>"),
     ]
     error = LlmError("<img src=z onerror=alert(5)>", "TRANSPORT", request_id="<script>r</script>")

@@ -102,8 +102,9 @@ async def test_clicking_a_row_opens_the_calls_timeline_live_while_it_streams() -
             assert times == [round(t * 1000, 3) for t in call.chunk_times]
             assert timeline.result.error is None and timeline._end is not None
             assert timeline._end["status"] == "done"
-            assert table.detail.outputs and "application/vnd.jupyter.widget-view+json" in (
-                table.detail.outputs[0]["data"]
+            assert (
+                table.detail.outputs
+                and "application/vnd.jupyter.widget-view+json" in (table.detail.outputs[0]["data"])
             )
         finally:
             table.close()

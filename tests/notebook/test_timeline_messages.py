@@ -102,9 +102,12 @@ async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_
 ) -> None:
     timeline, captured = timeline_with_capture(clock)
     chunks = [
-        start(0, "reasoning"), *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)],
+        start(0, "reasoning"),
+        *[delta(0, f"r{i} ", "reasoning") for i in range(5_000)],
         end(0, type="reasoning", text=""),
-        start(1, "text"), *[delta(1, f"ü{i}\n") for i in range(5_000)], end(1, type="text", text=""),
+        start(1, "text"),
+        *[delta(1, f"ü{i}\n") for i in range(5_000)],
+        end(1, type="text", text=""),
     ]
     await timeline.consume(stream_of(chunks))
     wire = captured.messages[1]["wire"]

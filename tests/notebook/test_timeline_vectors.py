@@ -37,19 +37,34 @@ def picture(view: TimelineView) -> dict[str, Any]:
         "deltas": view.deltas,
         "segments": [
             {
-                "index": seg.index, "kind": seg.kind, "first": seg.first, "last": seg.last,
-                "deltas": seg.deltas, "started": seg.started, "closed": seg.closed, "text": seg.text,
-                "name": seg.name, "callId": seg.call_id, "chunks": seg.chunk_numbers,
+                "index": seg.index,
+                "kind": seg.kind,
+                "first": seg.first,
+                "last": seg.last,
+                "deltas": seg.deltas,
+                "started": seg.started,
+                "closed": seg.closed,
+                "text": seg.text,
+                "name": seg.name,
+                "callId": seg.call_id,
+                "chunks": seg.chunk_numbers,
             }
             for seg in view.segments
         ],
         "violations": view.violations,
         "usage": view.usage,
         "finish": view.finish,
-        "error": None if error is None else {
-            "code": error.code, "message": error.message, "status": error.status,
-            "retryAfterMs": error.retry_after_ms, "requestId": error.request_id,
-            "causes": list(error.causes), "retryable": error.retryable, "source": error.source,
+        "error": None
+        if error is None
+        else {
+            "code": error.code,
+            "message": error.message,
+            "status": error.status,
+            "retryAfterMs": error.retry_after_ms,
+            "requestId": error.request_id,
+            "causes": list(error.causes),
+            "retryable": error.retryable,
+            "source": error.source,
         },
         "totalMs": view.total_ms,
         "firstMs": view.first_ms,

@@ -23,6 +23,7 @@ def lookup(q: str) -> str:
 
 def capture(timeline: Timeline) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
+
     def capture(content: dict[str, Any], buffers: Any = None) -> None:
         message = json.loads(json.dumps(content))
         if buffers:  # a batch's records travel as its first buffer
@@ -102,8 +103,13 @@ async def test_the_static_copy_shows_the_run_with_model_text_escaped() -> None:
     assert 'data-outcome="done"' in html
     # the same order as the live widget: each step's rows inside its section
     marks = [
-        'data-step="1"', 'class="cs-retry"', 'class="cs-seg" data-kind="tool-call"',
-        'class="cs-tool-span"', 'data-step="2"', 'class="cs-seg" data-kind="text"', 'class="cs-outcome"',
+        'data-step="1"',
+        'class="cs-retry"',
+        'class="cs-seg" data-kind="tool-call"',
+        'class="cs-tool-span"',
+        'data-step="2"',
+        'class="cs-seg" data-kind="text"',
+        'class="cs-outcome"',
     ]
     positions = [html.index(mark) for mark in marks]
     assert positions == sorted(positions), list(zip(marks, positions, strict=True))

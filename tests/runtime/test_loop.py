@@ -381,6 +381,7 @@ def test_run_sync_returns_after_an_abort_though_a_sync_tool_is_stuck() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["aborted", "True"]
 
+
 class ObservingSink:
     """A usage sink with the agent-run hooks: it writes down every call, in order."""
 

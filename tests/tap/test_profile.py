@@ -14,13 +14,16 @@ from chunkscope.tap import Tap, TapReplay
 
 # A whole chat-completions stream that never reports usage: "usage-missing" under strict,
 # a clean stream under the DeepSeek Harness profile (whose logs carry no usage either).
-_NO_USAGE = b"".join(
-    b"data: %s\n\n" % json.dumps(payload).encode()
-    for payload in (
-        {"id": "c1", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]},
-        {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+_NO_USAGE = (
+    b"".join(
+        b"data: %s\n\n" % json.dumps(payload).encode()
+        for payload in (
+            {"id": "c1", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]},
+            {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        )
     )
-) + b"data: [DONE]\n\n"
+    + b"data: [DONE]\n\n"
+)
 
 
 class _NoUsage(http.server.BaseHTTPRequestHandler):

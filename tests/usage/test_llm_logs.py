@@ -172,8 +172,10 @@ def test_the_frame_holds_what_the_log_holds_and_leaves_the_rest_missing(
     assert shown(ids["plain"]) == (None, 1, 0, 0, "missing")  # no finish logged: <NA>, not "stop"
     assert shown("old-1") == (None, 0, 0, 1, "missing")
     with sqlite3.connect(path) as broken:  # a turn whose messages are gone: its blocks are unknown
-        broken.execute("delete from messages where hash = (select tip_message_hash from turns where id = ?)",
-                       (ids["plain"],))
+        broken.execute(
+            "delete from messages where hash = (select tip_message_hash from turns where id = ?)",
+            (ids["plain"],),
+        )
     broken.close()
     again = cs.read_llm_logs(path).set_index("call_id").loc[ids["plain"]]
     assert again[["text_blocks", "reasoning_blocks", "tool_call_blocks"]].isna().all()

@@ -564,7 +564,9 @@ def test_replaying_a_big_frame_keeps_memory_flat() -> None:
     src = str(Path(__file__).resolve().parents[2] / "src")
     done = subprocess.run(
         [sys.executable, "-c", MEMORY_PROBE.format(src=src, rows=rows)],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     emitted, peak = map(int, done.stdout.split())

@@ -636,7 +636,7 @@ def _invalid_argument_code(details: list[dict[str, Any]], detail: str) -> str:
 
 def _rpc_kind(detail: Mapping[str, Any]) -> str:
     kind = detail.get("@type")
-    return kind[len(_RPC_TYPE):] if isinstance(kind, str) and kind.startswith(_RPC_TYPE) else ""
+    return kind[len(_RPC_TYPE) :] if isinstance(kind, str) and kind.startswith(_RPC_TYPE) else ""
 
 
 def _exhausted_code(details: list[dict[str, Any]], detail: str, delay: int | None) -> str:

@@ -2,7 +2,7 @@
 
 ``chunkscope <command> ...`` dispatches to the subcommand's module in this
 package — ``serve``, ``lab``, ``check``, ``record``, ``show``, ``usage``,
-``conformance`` — which share ``_args`` (the one error type,
+``conformance``, ``tap``, ``cache`` — which share ``_args`` (the one error type,
 :class:`~chunkscope.cli._args.CommandLineError`, ports, seconds, folders,
 plural wording, one-line argparse errors), ``_inputs`` (the recorded streams
 a file holds, read through ``chunkscope.sources``) and ``_output`` (text made
@@ -36,6 +36,7 @@ from chunkscope import __version__
 from chunkscope._extras import MissingExtraError, as_missing_extra
 
 from ._args import terse_errors
+from .cache import add_cache_parser
 from .check import add_check_parser
 from .conformance import add_conformance_parser
 from .lab import add_lab_parser
@@ -56,6 +57,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     add_usage_parser,
     add_conformance_parser,
     add_tap_parser,
+    add_cache_parser,
 ]
 """Every subcommand's registration function, in ``--help`` order."""
 

@@ -27,6 +27,7 @@ MAX_BYTES = 256 * 1024 * 1024
 """The most a file ``check``/``show``/``usage`` read (256 MiB, decompressed): a bigger one is refused,
 not half-read."""
 
+
 def load_streams(path: str | os.PathLike[str]) -> list[LoadedStream]:
     """Every recorded stream in ``path``, whatever its kind; ``CommandLineError`` if it cannot be read."""
     from chunkscope.sources import SourceError

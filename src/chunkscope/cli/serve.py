@@ -27,9 +27,8 @@ from ._args import (
 __all__ = ["SERVE_HELP", "add_serve_parser", "serve"]
 
 # the wires are the table's, so the help names every wire the banner prints a base URL for
-SERVE_HELP = (
-    "run the local provider on 127.0.0.1 until Ctrl-C; it speaks every wire: "
-    + ", ".join(facts.label for facts in WIRE_FACTS.values())
+SERVE_HELP = "run the local provider on 127.0.0.1 until Ctrl-C; it speaks every wire: " + ", ".join(
+    facts.label for facts in WIRE_FACTS.values()
 )
 
 

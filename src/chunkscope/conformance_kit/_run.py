@@ -666,8 +666,11 @@ def _sent_options(wire: str, body: dict[str, Any]) -> _SentOptions:
     """The body read back through its wire's own reader (the wire table's ``sent``)."""
     sent = WIRES[wire].sent(body)
     return _SentOptions(
-        _SYSTEM in json.dumps(sent.system, ensure_ascii=False), _STOP in sent.stops, sent.tool_names,
-        sent.max_tokens, sent.temperature,
+        _SYSTEM in json.dumps(sent.system, ensure_ascii=False),
+        _STOP in sent.stops,
+        sent.tool_names,
+        sent.max_tokens,
+        sent.temperature,
     )
 
 

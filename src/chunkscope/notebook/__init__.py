@@ -39,6 +39,8 @@ __all__ = [
     "ConformanceGrid",
     "UsageSummary",
     "TapTable",
+    "CacheView",
+    "cache_html",
     "usage_html",
     "usage_state",
     "ViolationList",
@@ -61,6 +63,8 @@ _LAZY = {
     "ConformanceGrid": ".conformance_grid._widget",
     "UsageSummary": ".usage_summary._widget",
     "TapTable": ".tap_table._widget",
+    "CacheView": ".cache_report._view",
+    "cache_html": ".cache_report._view",
 }
 
 
@@ -74,6 +78,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .cache_report._view import CacheView, cache_html
     from .conformance_grid._widget import ConformanceGrid
     from .tap_table._widget import TapTable
     from .timeline._widget import FRAME_INTERVAL, Timeline, show

@@ -326,7 +326,6 @@ class Timings:
             timings.first_byte_s, timings.first_event_s = marks.first_byte_s, marks.first_event_s
         return timings
 
-
     @staticmethod
     def is_token(chunk: Any) -> bool:
         """Whether ``chunk`` (a model or a camelCase dict) is a first token: a delta carrying output.

@@ -325,7 +325,6 @@ def trusted(cls: type[_M], fields: dict[str, Any]) -> _M:
     return obj
 
 
-
 UsageFinding = tuple[str, str]
 """A usage-arithmetic finding: a rule id of ``USAGE_RULES`` and its message."""
 
@@ -345,6 +344,7 @@ def usage_findings(chunk: Any) -> tuple[UsageFinding, ...]:
     """The usage-arithmetic findings a translator attached to ``chunk`` (none for most)."""
     private = getattr(chunk, "__pydantic_private__", None)
     return private.get(_FINDINGS, ()) if type(private) is dict else ()
+
 
 # --- fast parsing ------------------------------------------------------------------
 #

@@ -262,8 +262,7 @@ USAGE_RULES: dict[str, Rule] = {
         Rule(
             "usage-decreased",
             _ARITHMETIC,
-            "A cumulative count never goes down within a stream (Anthropic message_start, "
-            "message_delta).",
+            "A cumulative count never goes down within a stream (Anthropic message_start, message_delta).",
         ),
         Rule(
             "usage-cache-split",

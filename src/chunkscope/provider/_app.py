@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ._cache import DEFAULT_CACHE_UNIT, PromptCache, key_partition
 from ._scenarios import (
     SCENARIOS,
     CutBeforeUsage,
@@ -59,7 +60,8 @@ class ConnectionDropped(Exception):
 
 
 class ProviderState:
-    """What the routes share: the pause between events, the shutdown signal, an id counter, limits."""
+    """What the routes share: the pause between events, the shutdown signal, an id counter, limits,
+    the prompt cache."""
 
     def __init__(
         self,
@@ -67,8 +69,12 @@ class ProviderState:
         *,
         max_request_bytes: int = MAX_REQUEST_BYTES,
         request_timeout: float = REQUEST_TIMEOUT,
+        prompt_cache: PromptCache | None = None,
     ) -> None:
         self.token_delay = token_delay
+        self.prompt_cache = (
+            prompt_cache if prompt_cache is not None else PromptCache(unit_tokens=DEFAULT_CACHE_UNIT)
+        )
         self.max_request_bytes = max_request_bytes
         self.request_timeout = request_timeout
         self.closing = asyncio.Event()
@@ -289,6 +295,15 @@ def _whole_body(script: Script, wire: Wire, body: dict[str, Any], state: Provide
     return Response(text, media_type="application/json")
 
 
+def _cached(request: Request, wire: Wire, body: dict[str, Any], script: Script, cache: PromptCache) -> Script:
+    """The script with the prompt cache's usage (per model and key: ``_cache.py``)."""
+    if not cache.enabled:
+        return script
+    model = str(wire.model_of(request.path_params, body))
+    key = key_partition(wire.facts, request.headers.items(), request.query_params.get("key"))
+    return cache.apply(wire.facts, f"{model}\0{key}", body, script)
+
+
 def build_app(state: ProviderState) -> Starlette:
     """The starlette app serving every scenario of ``SCENARIOS``."""
 
@@ -301,6 +316,7 @@ def build_app(state: ProviderState) -> Starlette:
             if isinstance(read, Response):
                 return read
             body, scenario, script = read
+            script = _cached(request, wire, body, script, state.prompt_cache)
             if scenario.first_byte_delay and await state.pause(scenario.first_byte_delay):
                 raise ConnectionDropped("the provider is shutting down")
             number, created = state.next_id(), int(time.time())

@@ -21,6 +21,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._app import MAX_REQUEST_BYTES, REQUEST_TIMEOUT, ProviderState, build_app, install_log_filter
+from ._cache import DEFAULT_CACHE_MIN, DEFAULT_CACHE_UNIT, PromptCache
 from ._recorder import ReceivedRequest, RequestLog
 
 __all__ = ["LocalProvider"]
@@ -113,6 +114,14 @@ class LocalProvider:
     deeply 400, and a client that takes longer than ``request_timeout``
     seconds (default 10) to send a request's head, or its body, is dropped
     (408 for a slow body).
+
+    The provider models a prompt cache, DeepSeek's way (``prompt_cache=True``, the default): a
+    request's prompt tokens are its serialized prompt's characters / 4, and its cached tokens
+    the longest prefix, in whole units of ``cache_unit`` tokens (default 64), that an earlier
+    request of the same model and key sent; ``clear_cache()`` forgets every prefix (as a
+    provider's cache expiring). A prompt under ``cache_min`` tokens (default 1,024) is not
+    cached and keeps its scenario's usage.
+    ``docs/scenarios.md`` describes the model.
     """
 
     def __init__(
@@ -123,7 +132,14 @@ class LocalProvider:
         *,
         max_request_bytes: int = MAX_REQUEST_BYTES,
         request_timeout: float = REQUEST_TIMEOUT,
+        prompt_cache: bool = True,
+        cache_unit: int = DEFAULT_CACHE_UNIT,
+        cache_min: int = DEFAULT_CACHE_MIN,
     ) -> None:
+        self.prompt_cache = PromptCache(
+            enabled=bool(prompt_cache), unit_tokens=cache_unit, min_tokens=cache_min
+        )
+        """The prompt cache every request reads and fills (``clear_cache()`` empties it)."""
         self._bind_host, self._family = _loopback(host)
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, not {port}")
@@ -144,6 +160,10 @@ class LocalProvider:
         self._lock = threading.Lock()
         self.request_log = RequestLog()
         """Every request received (headers without secrets, JSON body, how it ended)."""
+
+    def clear_cache(self) -> None:
+        """Forget every cached prompt prefix: the next request of any prompt is a cache miss."""
+        self.prompt_cache.clear()
 
     # --- addresses -------------------------------------------------------------
 
@@ -198,6 +218,7 @@ class LocalProvider:
                 self.token_delay,
                 max_request_bytes=self.max_request_bytes,
                 request_timeout=self.request_timeout,
+                prompt_cache=self.prompt_cache,
             )
             protocol = type("_ProviderH11", (_HeadDeadline,), {"head_timeout": self.request_timeout})
             config = uvicorn.Config(

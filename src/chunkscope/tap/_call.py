@@ -101,6 +101,8 @@ class TapCall:
     # Guards chunks, chunk_times, the end and the followers, so a follower misses and repeats nothing.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _followers: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
+    key_fingerprint: str | None = None
+    """A short hash naming the request's key (``key-…``), never the key; None: the request carried none."""
     profile: str = "strict"
     """The rule profile the call's chunks are checked under (``Tap(profile=...)``)."""
     _inspector: StreamInspector = field(init=False, repr=False)

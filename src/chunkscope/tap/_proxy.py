@@ -77,7 +77,7 @@ from chunkscope.usage import UsageLog
 from ._call import Parser, TapCall, now
 from ._framing import Body, Head, ProtocolFault
 from ._record import Spill, check_folder, next_call_id, write_recording
-from ._redact import ByteMask, mask_text, redact_headers, redact_query, secrets_of
+from ._redact import ByteMask, key_fingerprint, mask_text, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
 __all__ = [
@@ -912,6 +912,7 @@ class Tap:
             started_at=started_at,
             clock_start=started,
             profile=self.profile,
+            key_fingerprint=key_fingerprint(text_headers, text_query),
         )
         self.calls.append(call)
         self._sizes[call] = -1

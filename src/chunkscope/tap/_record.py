@@ -198,6 +198,7 @@ def _tap_field(call: TapCall) -> dict[str, Any]:
     failure = call.forward_failure
     tap: dict[str, Any] = {
         "request_headers": [list(pair) for pair in call.request_headers],
+        "key_fingerprint": call.key_fingerprint,
         **body_field(call.request_body),
         "response_headers": [list(pair) for pair in call.response_headers],
         "started_at": call.started_at,

@@ -11,6 +11,7 @@ across reads (``ByteMask``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
@@ -20,6 +21,7 @@ __all__ = [
     "REDACTED",
     "ByteMask",
     "is_credential",
+    "key_fingerprint",
     "mask_text",
     "redact_headers",
     "redact_query",
@@ -88,6 +90,29 @@ def secrets_of(headers: Iterable[tuple[str, str]], query: str = "") -> tuple[str
         if name.lower() in _CREDENTIAL_PARAMS:
             found.add(value)
     return tuple(sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True))
+
+
+def key_fingerprint(headers: Iterable[tuple[str, str]], query: str = "") -> str | None:
+    """A short hash naming the request's key (``key-`` and 12 hex digits), never the key; None without one.
+
+    The first credential header's token (SigV4: its access key id, the signature changes per
+    request), else a credential query parameter. Calls of one key share it: the prompt-cache
+    report groups by it.
+    """
+    found = ""
+    for name, value in headers:
+        if is_credential(name) and value.strip():
+            text = value.strip()
+            if "Credential=" in text:
+                found = text.split("Credential=", 1)[1].split("/", 1)[0]
+            else:
+                found = text.partition(" ")[2].strip() or text
+            break
+    else:
+        found = next((v for n, v in parse_qsl(query) if n.lower() in _CREDENTIAL_PARAMS), "")
+    if not found:
+        return None
+    return "key-" + hashlib.sha256(found.encode("utf-8", "replace")).hexdigest()[:12]
 
 
 def _header_secrets(value: str) -> set[str]:

@@ -250,6 +250,7 @@ def _call(number: int, path: Path, recording: Recording, profile: str) -> tuple[
         clock_start=now(),
         recording=str(path),
         profile=profile,
+        key_fingerprint=_fingerprint(recorded),
     )
     if not recorded or (not recording.reads and recording.entries):
         return call, None  # chunks only (RecordingAdapter's recording, or an older tap's)
@@ -274,6 +275,11 @@ def _began(recording: Recording) -> float | None:
         except (ValueError, OverflowError):
             return None
     return None
+
+
+def _fingerprint(recorded: dict[str, Any]) -> str | None:
+    value = recorded.get("key_fingerprint")
+    return value if isinstance(value, str) and value else None
 
 
 def _wire(name: Any) -> Wire | None:

@@ -34,6 +34,13 @@ from chunkscope.sources.dsh import (
     DshStep,
 )
 
+from ._cache_report import (
+    CACHE_GRANULARITY,
+    CACHE_REPORT_COLUMNS,
+    ESTIMATE_RELATIVE_ERROR,
+    VERDICTS,
+    cache_report,
+)
 from ._cadence import CADENCE_COLUMNS, STALL_COLUMNS, Cadence, cadence
 from ._convert import (
     OTEL_ATTRIBUTES,
@@ -125,6 +132,12 @@ __all__ = [
     "record_llm_logs",
     # a recording header's start time, as the command line's usage frames read it
     "parse_started",
+    # prompt-cache forensics (issue 27)
+    "cache_report",
+    "CACHE_REPORT_COLUMNS",
+    "CACHE_GRANULARITY",
+    "ESTIMATE_RELATIVE_ERROR",
+    "VERDICTS",
 ]
 
 _OTEL_NAMES = frozenset({"otel_sink", "to_otel", "OtelSink"})

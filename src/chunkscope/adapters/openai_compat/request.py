@@ -126,5 +126,3 @@ def _user(message: Message) -> list[dict[str, Any]]:
     if text or not results:
         wire.append({"role": "user", "content": text})
     return wire
-
-

@@ -50,7 +50,13 @@ from typing import Any
 from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = [
-    "Record", "coalesce", "expand", "encode_chunk", "encode_raw", "decode_record", "encode_violation",
+    "Record",
+    "coalesce",
+    "expand",
+    "encode_chunk",
+    "encode_raw",
+    "decode_record",
+    "encode_violation",
     "json_safe",
 ]
 

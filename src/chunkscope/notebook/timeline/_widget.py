@@ -621,8 +621,12 @@ def _agent_record(event: Any) -> dict[str, Any]:
         out["step"] = event.step
     if isinstance(event, RetryScheduled):
         out.update(
-            attempt=event.attempt, retry=event.retry, delayMs=_ms(event.delay_ms / 1000.0),
-            code=event.error.code, message=event.error.message, status=event.error.status,
+            attempt=event.attempt,
+            retry=event.retry,
+            delayMs=_ms(event.delay_ms / 1000.0),
+            code=event.error.code,
+            message=event.error.message,
+            status=event.error.status,
         )
     elif isinstance(event, OutputDiscarded):
         out.update(attempt=event.attempt, chunks=event.chunks)

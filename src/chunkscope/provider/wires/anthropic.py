@@ -75,6 +75,7 @@ def fault_body(fault: HttpFault) -> dict[str, Any]:
     message, type_ = FAULT_ERRORS[fault.kind]
     return {"type": "error", "error": {"type": type_, "message": message}}
 
+
 STOP_REASONS: dict[WireFinish, str] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -126,10 +127,6 @@ def _event(name: str, payload: Any) -> str:
 _DELTA_HEAD = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 _TEXT_DELTA = ',"delta":{"type":"text_delta","text":'
 _THINKING_DELTA = ',"delta":{"type":"thinking_delta","thinking":'
-
-
-
-
 
 
 def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:

@@ -243,8 +243,6 @@ _LAST_STEPS = (Finish, CutBeforeUsage, Malformed, StreamError, Drop, Truncate)
 """Steps after which the stream ends."""
 
 
-
-
 def _tool_ids(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     return {
         call.slot: (call.id or f"tooluse_chunkscope_{call.slot}", call.name or "")
@@ -273,8 +271,6 @@ def bedrock_stream(script: Script) -> Iterator[Frame]:
         yield from _STEP_EVENTS[type(step)](events, step)
         if isinstance(step, _LAST_STEPS):
             return
-
-
 
 
 def stream(script: Script, body: dict[str, Any], response_number: int, created: int) -> Iterator[Frame]:

@@ -167,8 +167,6 @@ def _usage(usage: WireUsage) -> dict[str, Any]:
     }
 
 
-
-
 def _splits(steps: Sequence[Step], kind: type, dialect: str | None, wanted: str) -> set[int]:
     """The positions (in ``steps``) where the dialect ``wanted`` starts a second part: the middle
     of each run of ``kind`` fragments."""
