@@ -30,6 +30,7 @@ printed (and written as JSON with ``--json``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -64,6 +65,19 @@ async def paced():
     Path('ended.json').write_text(json.dumps(time.time()))
 """
 
+# live: the same N deltas streamed by the local provider (scenario ``long-<N>``, one text token
+# an SSE event) through the OpenAI-compatible adapter, in the kernel, as a real model's would be
+LIVE_SETUP = """\
+provider = cs.LocalProvider().start()
+adapter = cs.OpenAICompatAdapter(base_url=provider.base_url, api_key='sk-local')
+options = cs.GenerateOptions(provider='local', model=f'long-{{N}}',
+                             messages=[{{'role': 'user', 'content': 'go'}}])
+async def paced():
+    async for chunk in adapter.stream(options):
+        yield chunk
+    Path('ended.json').write_text(json.dumps(time.time()))
+"""
+
 TIMELINE_RUN = """\
 tl = cs.Timeline()
 display(tl)
@@ -93,7 +107,7 @@ WATCH = """([kind, n]) => {
         if (w.endAt !== null) return;
         const cell = document.querySelectorAll('.jp-CodeCell')[1];
         if (!cell) return;
-        if (kind === 'timeline') {
+        if (kind !== 'plain') {
             const el = cell.querySelector('.cs-timeline:not(.cs-static)');
             if (!el || el.dataset.state !== 'done' || Number(el.dataset.deltas) !== n) return;
         } else {
@@ -121,8 +135,102 @@ SCRUB = """(el) => new Promise((resolve) => {
 })"""
 
 
+TRACE_CATEGORIES = [
+    "devtools.timeline",
+    "disabled-by-default-devtools.timeline",
+    "v8",
+    "v8.execute",
+    "blink.user_timing",
+    "disabled-by-default-v8.cpu_profiler",
+    "disabled-by-default-v8.gc",
+]
+
+
+def long_task_report(trace: Any, threshold_ms: float = 50.0, top: int = 4) -> list[dict[str, Any]]:
+    """Each task of the page's main thread over ``threshold_ms`` in a Chrome trace: when, how long,
+    the longest trace events inside it (GC, parse, layout, the JS entry point) and the JS functions
+    the sampling profiler found running (self time)."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    mains = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"
+    }
+    spans = [e for e in events if (e.get("pid"), e.get("tid")) in mains and e.get("ph") == "X"]
+    samples = _profile_samples(events)
+    report = []
+    origin = min((e["ts"] for e in spans), default=0)
+    tasks = [e for e in spans if e["name"] == "RunTask" and e.get("dur", 0) >= threshold_ms * 1000]
+    for task in sorted(tasks, key=lambda e: e["ts"]):
+        t0, t1 = task["ts"], task["ts"] + task["dur"]
+        inner = sorted(
+            (e for e in spans if t0 <= e["ts"] < t1 and e is not task and e.get("dur", 0) >= 1000),
+            key=lambda e: -e["dur"],
+        )
+        if any(e["name"] == "CpuProfiler::StartProfiling" for e in inner):
+            continue  # the trace's own start (before the cell runs), not the page's work
+        self_us: dict[str, float] = {}
+        for pid, points in samples.items():
+            if pid != task["pid"]:
+                continue
+            for (t, name), (t_next, _) in itertools.pairwise(points):
+                if t0 <= t < t1:
+                    self_us[name] = self_us.get(name, 0.0) + (t_next - t)
+        report.append(
+            {
+                "at_ms": round((t0 - origin) / 1000),
+                "ms": round(task["dur"] / 1000, 1),
+                "events": [
+                    f"{e['name']} {e['dur'] / 1000:.0f} ms {_event_detail(e)}".rstrip() for e in inner[:top]
+                ],
+                "js_self": [
+                    f"{name} {us / 1000:.0f} ms"
+                    for name, us in sorted(self_us.items(), key=lambda kv: -kv[1])[:top]
+                ],
+            }
+        )
+    return report
+
+
+def _event_detail(event: dict[str, Any]) -> str:
+    data = (event.get("args") or {}).get("data") or {}
+    return str(data.get("functionName") or data.get("type") or str(data.get("url", ""))[-40:])
+
+
+def _profile_samples(events: list[dict[str, Any]]) -> dict[int, list[tuple[float, str]]]:
+    """The V8 sampling profiler's samples in a trace, per process: (time µs, function at the top)."""
+    frames: dict[tuple[int, Any], dict[int, str]] = {}
+    clock: dict[tuple[int, Any], float] = {}
+    out: dict[int, list[tuple[float, str]]] = {}
+    for e in events:
+        key = (e.get("pid", 0), e.get("id"))
+        if e.get("name") == "Profile":
+            clock[key] = e["args"]["data"]["startTime"]
+        elif e.get("name") == "ProfileChunk":
+            data = e["args"]["data"]
+            profile = data.get("cpuProfile", {})
+            names = frames.setdefault(key, {})
+            for node in profile.get("nodes", []):
+                frame = node["callFrame"]
+                where = str(frame.get("url", "")).rsplit("/", 1)[-1][:30]
+                function = frame.get("functionName") or "(anonymous)"
+                names[node["id"]] = f"{function}@{where}:{frame.get('lineNumber', '')}"
+            t = clock.get(key, 0.0)
+            for sample, delta in zip(profile.get("samples", []), data.get("timeDeltas", []), strict=False):
+                t += delta
+                out.setdefault(key[0], []).append((t, names.get(sample, "?")))
+            clock[key] = t
+    return out
+
+
 def run_case(
-    browser: Any, server: Any, artifacts: Path, kind: str, n: int, timeout_s: float
+    browser: Any,
+    server: Any,
+    artifacts: Path,
+    kind: str,
+    n: int,
+    timeout_s: float,
+    trace: Path | None = None,
 ) -> dict[str, Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
@@ -130,15 +238,15 @@ def run_case(
     name = f"bench-{kind}-{n}.ipynb"
     ended = server.root / "ended.json"
     ended.unlink(missing_ok=True)
-    cells = [
-        SETUP.format(n=n) + (TIMELINE_SETUP if kind == "timeline" else ""),
-        TIMELINE_RUN if kind == "timeline" else PLAIN_RUN,
-    ]
+    setup = {"timeline": TIMELINE_SETUP, "live": LIVE_SETUP}.get(kind, "")
+    cells = [SETUP.format(n=n) + setup.format(n=n), PLAIN_RUN if kind == "plain" else TIMELINE_RUN]
     out: dict[str, Any] = {"kind": kind, "n": n}
     try:
         lab.write_notebook(name, cells)
         lab.open(name)
         page.evaluate(WATCH, [kind, n])
+        if trace is not None:
+            browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
         try:
             lab.run_all(timeout_ms=int(timeout_s * 1000))
             page.wait_for_function("() => window.__cs_bench.endAt !== null", timeout=timeout_s * 1000)
@@ -146,6 +254,10 @@ def run_case(
             out["error"] = str(exc).splitlines()[0][:200]
             return out
         page.wait_for_timeout(2000)  # what arrives after the end (final state, static copy) counts too
+        if trace is not None:
+            out["trace"] = str(trace / f"trace-{kind}-{n}.json")
+            Path(out["trace"]).write_bytes(browser.stop_tracing())
+            out["tasks"] = long_task_report(json.loads(Path(out["trace"]).read_text()))
         w = page.evaluate("() => window.__cs_bench")
         ended_ms = json.loads(ended.read_text()) * 1000.0
         out["end_ms"] = w["endAt"] - ended_ms
@@ -158,7 +270,7 @@ def run_case(
         out["heap_mb"] = page.evaluate(
             "() => performance.memory ? performance.memory.usedJSHeapSize / 1e6 : null"
         )
-        if kind == "timeline":
+        if kind != "plain":
             el = page.locator(".jp-CodeCell").nth(1).locator(".cs-timeline:not(.cs-static)").element_handle()
             page.evaluate("() => { window.__cs_bench.longtasks = []; }")
             target, scrub_ms = page.evaluate(SCRUB, el)
@@ -182,7 +294,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a case may take")
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--kinds", default="plain,timeline", help="which cases (quick runs: timeline)")
+    parser.add_argument(
+        "--kinds",
+        default="plain,timeline,live",
+        help="which cases: plain, timeline (a replayed list), live (the local provider)",
+    )
+    parser.add_argument(
+        "--trace", type=Path, help="record a Chrome trace of each case here and list its tasks over 50 ms"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     from playwright.sync_api import sync_playwright
@@ -203,7 +322,9 @@ def main() -> None:
                     for n in sizes:
                         for kind in args.kinds.split(","):
                             started = time.monotonic()
-                            result = run_case(browser, server, base / "artifacts", kind, n, args.timeout)
+                            result = run_case(
+                                browser, server, base / "artifacts", kind, n, args.timeout, args.trace
+                            )
                             result["case_s"] = time.monotonic() - started
                             results.append(result)
                             print(json.dumps(result), flush=True)
@@ -222,13 +343,18 @@ def main() -> None:
         if "error" in r:
             print(f"{r['n']:>9,}  {r['kind']:<8} did not finish: {r['error']}")
             continue
-        ratio = f"{r['end_ms'] / floor[r['n']]:.2f}x" if r["kind"] == "timeline" and floor.get(r["n"]) else ""
+        ratio = f"{r['end_ms'] / floor[r['n']]:.2f}x" if r["kind"] != "plain" and floor.get(r["n"]) else ""
         scrub = f"{r['scrub_ms']:.0f} ms" if "scrub_ms" in r else ""
         heap = f"{r['heap_mb']:.0f} MB" if r.get("heap_mb") else "?"
         print(
             f"{r['n']:>9,}  {r['kind']:<8} {r['end_ms']:>11.0f} ms {ratio:>9} {r['longtasks']:>10} "
             f"{r['longest_ms']:>6.0f} ms {r['comms']:>9} {heap:>8} {scrub:>16}"
         )
+        for task in r.get("tasks", []):
+            print(
+                f"{'':>11}task at {task['at_ms']} ms, {task['ms']} ms: {'; '.join(task['events'])}"
+                f" | JS: {'; '.join(task['js_self'])}"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

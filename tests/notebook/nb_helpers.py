@@ -30,11 +30,13 @@ class Captured:
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    buffers: list[bytes] = field(default_factory=list)  # each message's first buffer (b"": none)
 
     def __call__(self, content: dict[str, Any], buffers: Any = None) -> None:
         text = json.dumps(content, ensure_ascii=False)
         raw = [bytes(b) for b in buffers or ()]
         self.sizes.append(len(text.encode("utf-8")) + sum(len(b) for b in raw))
+        self.buffers.append(raw[0] if raw else b"")
         self.messages.append(received(json.loads(text), raw))
 
     @property

@@ -280,3 +280,23 @@ async def test_the_outputs_static_copy_holds_a_long_segments_last_131072_chars_a
     assert "68,928 earlier chars not shown here" in copy
     page = timeline.to_html(tmp_path / "all.html").read_text(encoding="utf-8")
     assert text in page
+
+
+async def test_the_outputs_static_copy_cuts_a_block_ends_json_line_and_to_html_keeps_it_whole(
+    tmp_path: Path,
+) -> None:
+    # a block-end carries its block's whole text: at a million deltas, megabytes in one JSON line that
+    # JupyterLab would decode and parse (its table of contents reads every text/html output) at once
+    words = [f"w{i:06d} " for i in range(25_000)]  # 200,000 chars
+    text = "".join(words)
+    chunks: list[dict[str, object]] = [{"type": "block-start", "index": 0, "blockType": "text"}]
+    chunks += [{"type": "text-delta", "index": 0, "text": w} for w in words]
+    chunks.append({"type": "block-end", "index": 0, "block": {"type": "text", "text": text}})
+    timeline = Timeline()
+    await timeline.consume(chunks)
+    copy = timeline.static_html()
+    assert len(copy) < 131_072 + 30_000, len(copy)
+    assert text[-131_072:] in copy  # the text's window is all there
+    assert "more chars; to_html() writes them all)" in copy
+    page = timeline.to_html(tmp_path / "all.html").read_text(encoding="utf-8")
+    assert page.count(text) == 2  # the segment's text and the block-end's JSON, whole

@@ -22,6 +22,8 @@ from nb_helpers import (
 )
 
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
+from chunkscope.notebook._base import StaticCopyWidget
+from chunkscope.notebook.timeline import _widget as widget_module
 from chunkscope.notebook.timeline._records import decode_record
 from chunkscope.notebook.timeline._view import derive
 from chunkscope.protocol import collect
@@ -93,7 +95,8 @@ async def test_messages_for_10000_deltas_are_bounded_by_the_frame_rate(clock: Fa
 async def test_a_burst_of_chunks_goes_out_in_a_constant_number_of_messages(clock: FakeClock) -> None:
     timeline, captured = timeline_with_capture(clock)
     await timeline.consume(stream_of(text_stream(10_000)))  # the clock never moves
-    assert len(captured.messages) == 2  # the start batch and one end batch
+    # the start batch and one end batch (then the final records, in one piece: see below)
+    assert [m["type"] for m in captured.messages] == ["batch", "batch", "records"]
     assert len(captured.messages[1]["r"]) == 10_004
 
 
@@ -119,8 +122,9 @@ async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_
 
 
 async def test_a_backlog_goes_out_in_pieces_the_page_parses_quickly_and_long_states_save_coalesced(
-    clock: FakeClock,
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(widget_module, "_RECORDS_PIECE", 100_000)  # 1 MiB in use: a 40k stream is smaller
     timeline, captured = timeline_with_capture(clock)
     chunks = text_stream(40_000)
     await timeline.consume(stream_of(chunks))  # the clock never moves: one backlog at the end
@@ -136,6 +140,17 @@ async def test_a_backlog_goes_out_in_pieces_the_page_parses_quickly_and_long_sta
     assert len(saved["records"]) < 10  # one run record for the 40,000 deltas
     assert derive(saved).segments[0].text == derive(timeline.state()).segments[0].text
     assert derive(saved).deltas == 40_000
+    # those records reached the page before `_state` said so, in pieces it receives in a short task each
+    pieces = [m for m in captured.messages if m["type"] == "records"]
+    assert len(pieces) >= 3 and [m["part"] for m in pieces] == list(range(pieces[0]["parts"]))
+    assert b"".join(captured.buffers[captured.messages.index(m)] for m in pieces) == synced["_state_records"]
+    assert all(len(captured.buffers[captured.messages.index(m)]) <= 100_000 for m in pieces)
+    # ... and the trait's own sync (one message of all of it) is left out; a page asking for all gets it
+    sent_states: list[Any] = []
+    monkeypatch.setattr(StaticCopyWidget, "send_state", lambda self, key=None: sent_states.append(key))
+    timeline.send_state({"_state", "_state_records"})
+    timeline.send_state()
+    assert sent_states == [["_state"], None]
 
 
 async def test_a_slow_stream_sends_each_chunk_without_waiting_for_the_next(clock: FakeClock) -> None:

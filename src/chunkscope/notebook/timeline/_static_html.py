@@ -34,6 +34,7 @@ _KIND_MARK = {"text": "T", "reasoning": "R", "tool-call": "F"}
 _JSON_EDGE = 20  # chunks shown at each end of a segment's JSON in the static page
 _COMPACT_TEXT = 4000  # characters of a segment's text in the compact rendering
 TEXT_WINDOW = 131_072
+_JSON_LINE = 2_000  # characters of one chunk's JSON line in a windowed copy (a block-end holds all its text)
 """Characters of a segment's text (its last ones) in a notebook output's static copy, as on the page."""
 
 
@@ -267,7 +268,7 @@ def _segment(seg: Segment, view: TimelineView, geo: _Geometry, compact: bool, wi
         f'<div class="cs-seg-text">{_segment_body(seg, compact, window)}</div>',
     ]
     if not compact:
-        out.append(_segment_json(seg, view))
+        out.append(_segment_json(seg, view, None if window is None else _JSON_LINE))
     out.append("</div>")
     return "".join(out)
 
@@ -301,7 +302,7 @@ def _segment_body(seg: Segment, compact: bool, window: int | None = None) -> str
     )
 
 
-def _segment_json(seg: Segment, view: TimelineView) -> str:
+def _segment_json(seg: Segment, view: TimelineView, line_chars: int | None = None) -> str:
     numbers = seg.chunk_numbers
     shown = numbers if len(numbers) <= 2 * _JSON_EDGE else numbers[:_JSON_EDGE] + numbers[-_JSON_EDGE:]
     lines = []
@@ -310,6 +311,10 @@ def _segment_json(seg: Segment, view: TimelineView) -> str:
             lines.append(f"… {len(numbers) - 2 * _JSON_EDGE} more chunks …")
         record = view.records[n]
         chunk_json = json.dumps(decode_record(record), ensure_ascii=False)
+        if line_chars is not None and len(chunk_json) > line_chars:
+            # a notebook output's copy: a block-end's JSON holds the block's whole text (megabytes)
+            more = len(chunk_json) - line_chars
+            chunk_json = f"{chunk_json[:line_chars]}… ({more:,} more chars; to_html() writes them all)"
         lines.append(f"#{n} +{format_ms(float(record[0]))} {chunk_json}")
     return (
         '<details class="cs-seg-chunks"><summary>chunks as JSON</summary>'

@@ -42,7 +42,12 @@ A long stream (``_LONG_STREAM`` records or more) keeps its records, deltas
 coalesced (the same picture, about a third of the bytes), in the binary
 ``_state_records`` trait instead (``_state`` then says ``"recordsInBuffer":
 true``): the page's message decoding parses JSON text but leaves a buffer
-alone. A page that saw the run's end live parses neither again.
+alone. Those records (tens of MB at a million deltas) reach the page first as
+``{"type": "records", "run", "part", "parts"}`` messages of at most 1 MiB each (buffers[0]),
+which the page joins into its own ``_state_records`` (what a saved notebook keeps); the
+trait's sync, one message the page would receive in one long task, is left out (a page
+asking for the whole state still gets it). A page that saw the run's end live parses
+neither again.
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ FRAME_INTERVAL = 1 / 60
 _HERE = Path(__file__).parent
 _LONG_STREAM = 10_000  # records: from here the end batch goes out before the final state is built
 _BATCH_RECORDS = 16_384  # records in one batch message at most (a few hundred kB of JSON)
+# bytes of a long stream's final records in one "records" message: the page receives and decodes
+# a message in one task (about 8 ms a MB on a shared core), so tens of MB go out as many
+_RECORDS_PIECE = 1 << 20
 _CHUNK_MODELS = frozenset(CHUNK_TYPES.values())
 
 
@@ -130,6 +138,7 @@ class Timeline(StaticCopyWidget):
     _state = traitlets.Unicode("").tag(sync=True)
     # a long stream's final records (UTF-8 JSON, coalesced) when ``_state`` says ``recordsInBuffer``
     _state_records = traitlets.Bytes(b"").tag(sync=True)
+    _records_in_pieces = False  # its value reached the page as "records" messages (not synced again)
 
     # The registry's codes, so the front end marks a code outside it (an unmapped finish reason) as
     # the static copy does (``ErrorInfo.unmapped``); ``HTTP_<status>`` codes are a registered family.
@@ -320,6 +329,7 @@ class Timeline(StaticCopyWidget):
         self._end = None
         self.result = None
         self._final = None
+        self._records_in_pieces = False
         with self.hold_sync():
             self._state = ""
             self._state_records = b""
@@ -436,10 +446,32 @@ class Timeline(StaticCopyWidget):
             # tens of megabytes of JSON text in one task (a page frozen for half a second).
             records = _records_buffer(coalesce(saved["records"]))
             saved = {**saved, "records": [], "recordsInBuffer": True}
+            self._send_in_pieces(records)
         with self.hold_sync():
             self._state = json.dumps(saved, ensure_ascii=False, allow_nan=False)
             self._state_records = records
         self._update_display()
+
+    def _send_in_pieces(self, records: bytes) -> None:
+        """``records`` to the page as "records" messages of at most ``_RECORDS_PIECE`` bytes, before
+        ``_state`` says they exist; the page joins them into its ``_state_records`` (which a saved
+        notebook keeps), so the trait's own sync, one message of tens of MB, is left out."""
+        view = memoryview(records)
+        parts = max(1, -(-len(records) // _RECORDS_PIECE))
+        for part in range(parts):
+            piece = view[part * _RECORDS_PIECE : (part + 1) * _RECORDS_PIECE]
+            self.send({"type": "records", "run": self._run, "part": part, "parts": parts}, buffers=[piece])
+        self._records_in_pieces = True
+
+    def send_state(self, key: str | Iterable[str] | None = None) -> None:
+        """ipywidgets' state sync, without ``_state_records`` when its value went out in pieces
+        (a page asking for the whole state, ``key`` None, still gets it)."""
+        if key is not None and self._records_in_pieces:
+            keys = [key] if isinstance(key, str) else [k for k in key if k != "_state_records"]
+            if keys == ["_state_records"] or not keys:
+                return
+            key = keys
+        super().send_state(key)
 
     def _snapshot(self) -> dict[str, Any]:
         """The picture so far, as stored in ``_state`` (see ``_view``)."""

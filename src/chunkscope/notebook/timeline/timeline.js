@@ -503,7 +503,11 @@ class Store {
     this.stash = new Map(); // seq -> batch that arrived after a gap
     this.resyncAt = -Infinity;
     this.resyncCount = 0;
-    this.onMsg = (msg, buffers) => this.receive(withRecords(msg, buffers));
+    this.pieces = null; // a long stream's final records, arriving in pieces
+    this.onMsg = (msg, buffers) => {
+      if (msg && msg.type === "records") this.receivePiece(msg, buffers);
+      else this.receive(withRecords(msg, buffers));
+    };
     this.onState = () => this.loadState();
     model.on("msg:custom", this.onMsg);
     model.on("change:_state", this.onState);
@@ -639,6 +643,28 @@ class Store {
     }
     for (let i = this.violations.length - msg.v0; i < violations.length; i++) this.violations.push(violations[i]);
     if (msg.end) this.end = msg.end;
+  }
+
+  /** A piece of a long stream's final records; once all are here, they become `_state_records`
+   * (joined, never parsed here: a saved notebook keeps them, `loadState` reads them if it must). */
+  receivePiece(msg, buffers) {
+    const buffer = buffers && buffers[0];
+    if (!buffer || !(msg.parts > 0) || !(msg.part >= 0 && msg.part < msg.parts)) return;
+    let pieces = this.pieces;
+    if (!pieces || pieces.run !== msg.run || pieces.got.length !== msg.parts) {
+      pieces = this.pieces = { run: msg.run, got: new Array(msg.parts), count: 0 };
+    }
+    if (!pieces.got[msg.part]) pieces.count++;
+    pieces.got[msg.part] = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    if (pieces.count < pieces.got.length) return;
+    this.pieces = null;
+    const all = new Uint8Array(pieces.got.reduce((sum, piece) => sum + piece.byteLength, 0));
+    let at = 0;
+    for (const piece of pieces.got) {
+      all.set(piece, at);
+      at += piece.byteLength;
+    }
+    this.model.set("_state_records", new DataView(all.buffer));
   }
 
   askResync() {
