@@ -19,6 +19,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -371,19 +372,26 @@ _BOMB = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
-def test_a_gzip_bomb_through_the_tap_is_forwarded_in_bounded_memory_with_the_adapters_code() -> None:
+def _child_report(script: str, *args: str, timeout: float) -> dict[str, Any]:
+    """Run ``script`` in a fresh Python (its peak RSS is the tap's alone) and read the JSON report
+    it prints last."""
     src = str(Path(__file__).resolve().parents[2] / "src")
     result = subprocess.run(
-        [sys.executable, "-c", _BOMB],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": src},
-        timeout=240,
+        timeout=timeout,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report
+
+
+@pytest.mark.slow
+def test_a_gzip_bomb_through_the_tap_is_forwarded_in_bounded_memory_with_the_adapters_code() -> None:
+    report = _child_report(_BOMB, timeout=240)
     for kind in ("sse", "500", "json"):
         assert report[kind]["forwarded"] == report[kind]["sent"] < 2_000_000, report  # the client got it all
     assert report["sse"]["tap"] == report["sse"]["adapter"] == "MALFORMED_RESPONSE", report
@@ -443,17 +451,7 @@ _BACKLOG = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_parser_behind_a_fast_upstream_holds_the_upstream_not_the_bytes() -> None:
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    result = subprocess.run(
-        [sys.executable, "-c", _BACKLOG, str(4 << 20)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": src},
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = _child_report(_BACKLOG, str(4 << 20), timeout=120)
     assert report["received"] == report["sent"] == 100 << 20  # the client gets every byte
     # The stream never ends its SSE (no [DONE]): the adapters' code for it; nothing else failed.
     assert report["code"] == "STREAM_CLOSED", report

@@ -8,7 +8,6 @@ between events) and ``stall-recovers-<MS>`` (one pause mid-stream, at the chunk 
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -305,22 +304,10 @@ def test_cadence_over_no_attempt_at_all() -> None:
 
 
 def test_the_example_in_docs_usage_md_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    from usage_helpers import doc_examples
+    from usage_helpers import doc_examples, run_doc_example
 
     [example] = doc_examples("Stream cadence")
-    # in a worker thread: the example calls asyncio.run, as a script does
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            exec(compile(example, "docs/usage.md", "exec"), {"__name__": "docs_example"})
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive() and errors == []
+    run_doc_example(example)
     shown = capsys.readouterr().out
     assert (
         "max_gap_at" in shown

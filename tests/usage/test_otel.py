@@ -7,7 +7,6 @@ one test sends them over OTLP/HTTP to a receiver on 127.0.0.1 that decodes the p
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -459,23 +458,11 @@ async def test_end_to_end_over_otlp_http_to_a_loopback_receiver(monkeypatch: pyt
 
 
 def test_the_example_in_docs_usage_md_runs() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf-8")
-    section = text[text.index("## OpenTelemetry spans") :]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert blocks, "the OpenTelemetry section has no example"
-    # run in a worker thread: the example calls asyncio.run, as a script does
-    errors: list[BaseException] = []
+    from usage_helpers import doc_examples, run_doc_example
 
-    def run() -> None:
-        try:
-            exec(blocks[0], {"__name__": "docs_example"})
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive() and errors == []
+    examples = doc_examples("OpenTelemetry spans")
+    assert examples, "the OpenTelemetry section has no example"
+    run_doc_example(examples[0])
 
 
 async def test_batch_and_a_runtime_take_the_sink_as_their_log(otel: Telemetry) -> None:

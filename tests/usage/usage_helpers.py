@@ -43,3 +43,24 @@ def doc_examples(heading: str) -> list[str]:
     end = text.find("\n## ", start + 1)
     section = text[start : end if end >= 0 else len(text)]
     return re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+
+
+def run_doc_example(example: str, timeout: float = 60) -> None:
+    """Run one docs/usage.md example as a script would: in a thread of its own (it may call
+    ``asyncio.run``, which a running event loop refuses); fails on any exception it raises."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            exec(compile(example, "docs/usage.md", "exec"), {"__name__": "docs_example"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "the example did not finish"
+    if errors:
+        raise errors[0]

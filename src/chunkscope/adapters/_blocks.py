@@ -319,6 +319,14 @@ class BlockWriter:
         self.out.append(trusted(BlockEnd, {"type": "block-end", "index": self.index, "block": call}))
         self.call_id = self.name = None
 
+    def usage(self, usage: TokenUsage | None, findings: tuple[UsageFinding, ...] = ()) -> None:
+        """Write the usage chunk (nothing when the wire reported none), its findings attached."""
+        if usage is not None:
+            chunk = trusted(Usage, {"type": "usage", "usage": usage})
+            if findings:
+                attach_usage_findings(chunk, findings)
+            self.out.append(chunk)
+
     def finish(
         self,
         reason: FinishReason,
@@ -339,11 +347,7 @@ class BlockWriter:
             LlmError: ``MALFORMED_RESPONSE`` when closing an open tool call that has no name.
         """
         self.close()
-        if usage is not None:
-            chunk = trusted(Usage, {"type": "usage", "usage": usage})
-            if findings:
-                attach_usage_findings(chunk, findings)
-            self.out.append(chunk)
+        self.usage(usage, findings)
         self.out.append(trusted(Finish, {"type": "finish", "reason": reason, "replay_state": replay_state}))
 
 
@@ -378,11 +382,7 @@ def whole_chunks(
         writer.finish(finish, usage, findings=findings)
     else:
         writer.close()
-        if usage is not None:
-            chunk = trusted(Usage, {"type": "usage", "usage": usage})
-            if findings:
-                attach_usage_findings(chunk, findings)
-            writer.out.append(chunk)
+        writer.usage(usage, findings)
     return writer.take()
 
 
