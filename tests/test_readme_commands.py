@@ -58,7 +58,7 @@ REAL_KEYS = (
     "AWS_BEARER_TOKEN_BEDROCK",
 )
 INSTALL_TIMEOUT_S = 1200.0  # a cold pip cache downloads JupyterLab, pandas, pyarrow...
-NOTEBOOKS_TIMEOUT_S = 1500.0  # the five tutorials, one kernel each, on a shared machine
+NOTEBOOKS_TIMEOUT_S = 1500.0  # the six tutorials, one kernel each, on a shared machine
 
 pytestmark = [pytest.mark.readme_commands, pytest.mark.slow, pytest.mark.timeout(3000)]
 

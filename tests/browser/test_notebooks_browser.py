@@ -4,7 +4,8 @@ For every notebook in ``notebooks/``: every cell runs (its own asserts hold), no
 cell shows an error output, and what the notebook is about is on the page — its
 timelines finished (done or error), and in 02 the conformance grids (red, then
 green), in 03 the live usage summary with the batch's numbers and the session
-log's timelines, in 04 the agent run with its steps, retry and tool span. One
+log's timelines, in 04 the agent run with its steps, retry and tool span, in 06 the
+prompt-cache views (the timestamp's miss opened on its diff) and the cadence report. One
 screenshot per notebook lands in ``test-artifacts/``; the usage summary's is
 also the README's ``docs/usage-summary.png``.
 """
@@ -163,3 +164,30 @@ def test_notebook_05_tap_runs_with_the_table_and_a_calls_timeline_on_screen(lab:
     assert replayed.locator(".cs-tap-badge").all_text_contents() == ["RATE_LIMIT"]
     assert "replay of 3 recorded calls" in replayed.inner_text()
     lab.screenshot("notebook-05-tap-any-app.png")
+
+
+def test_notebook_06_cache_and_cadence_runs_with_the_miss_opened_and_the_stall_on_screen(lab: Lab) -> None:
+    page = run_notebook(lab, "06-cache-and-cadence.ipynb")
+    views = page.locator(".cs-cache")
+    assert views.count() == 3  # the timestamp's miss, the fix, the cleared cache
+    verdicts = [view.locator("summary [class^='cs-v-']").all_text_contents() for view in views.all()]
+    assert verdicts == [
+        ["miss-explained", "hit", "miss-explained", "hit"],
+        ["miss-explained", "hit", "hit", "hit"],
+        ["miss-explained", "hit", "hit", "hit", "miss-unexplained"],
+    ]
+    # clicking the third call opens its first change: the minute in the system prompt
+    changed = views.first.locator("details").nth(3)  # after the heading row
+    changed.locator("summary").click()
+    diff = changed.locator(".cs-cache-diff")
+    diff.wait_for(state="visible")
+    assert "first change: system, field content" in diff.inner_text()
+    assert diff.locator("del").all_text_contents() == ["0"]  # 09:00, then 09:01
+    assert diff.locator("ins").all_text_contents() == ["1"]
+    lab.screenshot("notebook-06-cache-report.png", views.first)
+    # the cadence report: the suggestion with its reasoning, the one stall, the plot
+    report = page.locator(".cs-cadence")
+    assert "Suggested idle timeout" in report.inner_text() and "stall-recovers" in report.inner_text()
+    assert page.locator(".jp-OutputArea-output img").count() >= 1
+    report.scroll_into_view_if_needed()
+    lab.screenshot("notebook-06-cache-and-cadence.png")

@@ -5,6 +5,7 @@ and a saved, executed notebook still shows its timelines without a live kernel.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,46 @@ def test_saved_usage_notebook_draws_the_session_log_and_summarises_it_on_dask(tm
     assert "RATE_LIMIT" in cut_html["text/html"]  # the cut attempt's failure code, on its timeline
     printed = "".join(output.get("text", "") for cell in saved.cells for output in cell.get("outputs", []))
     assert "DataFrame with 4 partitions" in printed
+
+
+def _html_outputs(nb: Any, marker: str) -> list[str]:
+    """The text/html of every output that contains ``marker``, in notebook order."""
+    return [
+        output["data"]["text/html"]
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if marker in output.get("data", {}).get("text/html", "")
+    ]
+
+
+@pytest.mark.slow
+def test_saved_cache_and_cadence_notebook_shows_the_timestamp_miss_the_fix_and_the_stall(
+    tmp_path: Path,
+) -> None:
+    saved = _execute(NOTEBOOKS_DIR / "06-cache-and-cadence.ipynb", tmp_path)
+
+    # the three cache views: the timestamp's miss, the fix, the cleared cache
+    views = _html_outputs(saved, "class='cs-cache'")
+    verdicts = [re.findall(r'class="cs-v-([a-z-]+)"', html) for html in views]
+    assert verdicts == [
+        ["miss-explained", "hit", "miss-explained", "hit"],
+        ["miss-explained", "hit", "hit", "hit"],
+        ["miss-explained", "hit", "hit", "hit", "miss-unexplained"],
+    ]
+    timestamp = views[0]
+    assert "first change: <b>system, field content</b>" in timestamp
+    assert "09:0<del>0</del>" in timestamp and "09:0<ins>1</ins>" in timestamp  # the diff marks the minute
+    assert "rules that could apply" in views[2]
+
+    # `chunkscope cache DIR` printed the same verdicts and the section that changed
+    printed = "".join(output.get("text", "") for cell in saved.cells for output in cell.get("outputs", []))
+    assert "prompt cache: 4 calls" in printed and "system · content" in printed
+
+    # the cadence report: its suggestion with the reasoning, the stall, the plot
+    [report] = _html_outputs(saved, "class='cs-cadence'")
+    assert "Suggested idle timeout" in report and "stall-recovers" in report
+    assert "Stalls</b> (1, the longest first)" in report
+    outputs = [output for cell in saved.cells for output in cell.get("outputs", [])]
+    assert any("image/png" in output.get("data", {}) for output in outputs)  # the cadence plot
+    frames = _html_outputs(saved, "max_gap_at")
+    assert any("p99_gap_s" in html and "stall-recovers" in html for html in frames)

@@ -236,6 +236,26 @@ def test_the_display_and_the_command_show_the_same_rows_and_escape_the_request(
     assert err.count("\n") == 1 and err.startswith("chunkscope cache: ") and "chunkscope[usage]" in err
 
 
+def test_the_command_fits_the_width_a_caller_sets_in_columns(
+    tap: Tap, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkscope.cli import main
+
+    _chat(tap, [{"role": "system", "content": SYSTEM}, *_turn("hello")])
+    _chat(tap, [{"role": "system", "content": SYSTEM.replace("03:14", "03:15")}, *_turn("hello")])
+    _report(tap)
+    folder = str(tmp_path / "recordings")
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["cache", folder]) == 0
+    piped = capsys.readouterr().out.splitlines()
+    assert max(map(len, piped)) > 150  # captured without a width: wide, the excerpts whole
+    monkeypatch.setenv("COLUMNS", "120")  # as notebook 06 says its output area's width
+    assert main(["cache", folder]) == 0
+    fitted = capsys.readouterr().out
+    assert max(map(len, fitted.splitlines())) <= 120
+    assert "miss-explained" in fitted and "system · content" in fitted
+
+
 def test_the_provider_cache_knobs_off_unit_and_minimum() -> None:
     def usage(provider: LocalProvider, system: str) -> tuple[int, int | None]:
         with openai.OpenAI(base_url=provider.base_url, api_key=KEY, max_retries=0) as client:

@@ -88,8 +88,9 @@ def run_cache(folder: str, *, prices: str | None = None, console: Console | None
         return report("cache", printable(str(exc).splitlines()[0]))
     from rich.console import Console
 
-    # piped or captured: wide enough that the excerpts are not cut to a column's width
-    wide = None if sys.stdout.isatty() else 200
+    # piped or captured: wide enough that the excerpts are not cut to a column's width, unless the
+    # caller says how wide its output is (COLUMNS, which rich reads: a notebook's output area)
+    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
     (console or Console(highlight=False, width=wide)).print(render_cache(frame))
     return 0
 
