@@ -43,7 +43,9 @@ leaves, two descriptors each) get 503 at once; asyncio's report of a failed
 ``accept`` is one line a minute. A request with two framings is refused (400).
 The calls keep their bytes within ``keep_bytes``: a call past its share
 stops appending to ``reads`` (its further reads go to a spill file beside its
-recording, on the parser thread), and ended calls leave ``calls`` oldest first.
+recording, on the parser thread), and ended calls leave ``calls`` oldest first. A call's parsed
+chunks are windowed within a share of their own (``Parser``): the oldest go, into a spill file
+when the call is recorded, so its recording still holds them all.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
 from ._framing import Body, Head, ProtocolFault
-from ._record import Spill, check_folder, next_call_id, write_recording
+from ._record import Spill, check_folder, chunk_lines, next_call_id, write_recording
 from ._redact import ByteMask, key_fingerprint, mask_text, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
@@ -810,7 +812,9 @@ class Tap:
         # The event loop's thread: each listed call → its bytes kept once ended (-1 while it runs).
         self._sizes: dict[TapCall, int] = {}
         self._ended_bytes = 0
-        self._spills: dict[Parser, Spill | None] = {}  # the parser thread's: None when spilling failed
+        # The parser thread's spill files, a call's reads and its dropped chunks: None when spilling failed.
+        self._spills: dict[Parser, Spill | None] = {}
+        self._chunk_spills: dict[TapCall, Spill | None] = {}
         self._record_failed = False
         self._accept_failed_at: float | None = None
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
@@ -919,7 +923,17 @@ class Tap:
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
             self._unlist(self.calls[0])
         # A call that asked for a stream and got something else is read as its adapter reads it.
-        return call, Parser(call, wire, self._label, secrets, ByteMask(secrets), expect_stream=streams)
+        parser = Parser(
+            call,
+            wire,
+            self._label,
+            secrets,
+            ByteMask(secrets),
+            expect_stream=streams,
+            share=self._share,
+            dropped=self._drop_chunks,
+        )
+        return call, parser
 
     def _unlist(self, call: TapCall) -> None:
         """``call`` leaves ``calls`` (its recording stays): the event loop's thread."""
@@ -970,9 +984,9 @@ class Tap:
             except Exception as exc:  # a parse-side defect must never stop the thread
                 if kind == "end":
                     failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
-                    spill = self._spills.pop(parser, None)
-                    if spill is not None:
-                        spill.discard()
+                    for spill in (self._spills.pop(parser, None), self._chunk_spills.pop(parser.call, None)):
+                        if spill is not None:
+                            spill.discard()
                     parser.call._ended(StreamResult(error=failure))
                 else:
                     parser.failure = LlmError(
@@ -1007,6 +1021,27 @@ class Tap:
         for upstream in held:
             if upstream.transport is not None and not upstream.client.writing_paused:
                 upstream.transport.resume_reading()
+
+    def _drop_chunks(self, call: TapCall, times: list[float], chunks: list[Any]) -> None:
+        """Chunks a call dropped past its share: their recording lines into its chunk spill (when it is
+        recorded), so the recording still holds every chunk; the parser thread."""
+        if self.record is None or call.wire is None:
+            return
+        spills = self._chunk_spills
+        if call not in spills:
+            try:
+                spills[call] = Spill(self.record)
+            except OSError as exc:
+                spills[call] = None
+                self._recording_failed(call, exc)
+        spill = spills[call]
+        if spill is not None:
+            try:
+                spill.write(chunk_lines(times, chunks))
+            except OSError as exc:
+                spill.discard()
+                spills[call] = None
+                self._recording_failed(call, exc)
 
     def _spill(self, parser: Parser, t: float, kept: bytes | bytearray) -> None:
         """A read past the call's share: into the call's spill file when it is recorded, else gone."""
@@ -1043,8 +1078,10 @@ class Tap:
     def _finish(self, parser: Parser, result: StreamResult) -> None:
         call = parser.call
         call.result = result  # the usage row and the recording read it; followers end below
-        spilled = parser in self._spills
+        # A spill that failed (None) leaves the call unrecorded: a recording is whole or not at all.
+        whole = self._spills.get(parser, True) is not None and self._chunk_spills.get(call, True) is not None
         spill = self._spills.pop(parser, None)
+        chunk_spill = self._chunk_spills.pop(call, None)
         try:
             self.usage.record(
                 result,
@@ -1052,15 +1089,15 @@ class Tap:
                 model=call.model or "unknown",
                 tags={"via": "tap", "path": call.path.partition("?")[0]},
             )
-            # A call whose spill failed is not recorded: a recording is whole or not at all.
-            if self.record is not None and call.wire is not None and (spill is not None or not spilled):
+            if self.record is not None and call.wire is not None and whole:
                 try:
-                    call.recording = str(write_recording(self.record, call, result, spill))
+                    call.recording = str(write_recording(self.record, call, result, spill, chunk_spill))
                 except OSError as exc:
                     self._recording_failed(call, exc)
         finally:
-            if spill is not None:
-                spill.discard()
+            for each in (spill, chunk_spill):
+                if each is not None:
+                    each.discard()
             call._ended(result)
 
     # --- lifecycle -------------------------------------------------------------------------
