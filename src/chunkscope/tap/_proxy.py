@@ -18,7 +18,7 @@ redaction and recordings happen there, so none of them can delay or alter
 what the client receives. A request goes upstream before its call is built.
 Measured (``benchmarks/bench_tap.py``, a shared 2-core machine): per event
 ~+100 µs at p50 where the old stack added ~190 and a bare asyncio relay
-with no parsing at all adds 40..105; first byte ~+0.8 ms (was ~+2.0..2.8).
+with no parsing at all adds 40..105; first byte ~+0.6..0.8 ms (was ~+2.0..2.8; mitmproxy ~+2 ms).
 
 The request's HTTP version is passed on (an HTTP/1.0 client gets an
 answer framed for HTTP/1.0, since it is relayed, not re-framed).
@@ -414,26 +414,29 @@ def _checked(upstream: str, port: int, max_request_bytes: int, keep_calls: int) 
     return url
 
 
-def _refusal(request: h11.Request, max_request_bytes: int) -> tuple[int, str] | None:
-    """The status and reason the tap answers a request it will not forward with; None to forward it."""
+def _refusal(
+    request: h11.Request, headers: list[tuple[bytes, bytes]], max_request_bytes: int
+) -> tuple[int, str] | None:
+    """The status and reason the tap answers a request it will not forward with; None to forward it.
+    ``headers``: the request's, listed once (h11's header sequence is slow to walk, item by item)."""
     if request.method == b"CONNECT" or not request.target.startswith(b"/"):
         # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
         return 400, "the tap is a reverse proxy for one upstream: send origin-form paths"
-    names = {name for name, _ in request.headers}
+    names = {name for name, _ in headers}
     if b"transfer-encoding" in names and b"content-length" in names:
         # Two framings: whoever reads the other one sees a different next request (RFC 9112 §6.1).
         return 400, "a request with both Transfer-Encoding and Content-Length is refused"
-    length = next((v for n, v in request.headers if n == b"content-length"), None)
+    length = next((v for n, v in headers if n == b"content-length"), None)
     if length is not None and length.isdigit() and int(length) > max_request_bytes:
         return 413, f"request body over {max_request_bytes} bytes"
     return None
 
 
-def _keeps_alive(request: h11.Request) -> bool:
+def _keeps_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether the client keeps its connection after this request (HTTP/1.1 without ``close``)."""
     tokens = {
         token.strip().lower()
-        for name, value in request.headers
+        for name, value in headers
         if name == b"connection"
         for token in value.split(b",")
     }
@@ -448,6 +451,7 @@ class _Client(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=tap.max_head_bytes)
         self.request: h11.Request | None = None
+        self.headers: list[tuple[bytes, bytes]] = []  # the request's, names lowercased
         self.started = 0.0
         self.started_at = 0.0
         self.body = bytearray()
@@ -588,11 +592,12 @@ class _Client(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        refusal = _refusal(request, self.tap.max_request_bytes)
+        self.headers = headers = list(request.headers)  # names lowercased
+        refusal = _refusal(request, headers, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
             return False
-        self.keep_alive = _keeps_alive(request)
+        self.keep_alive = _keeps_alive(request, headers)
         self.request = request
         if self.h11.they_are_waiting_for_100_continue:
             assert self.transport is not None
@@ -614,15 +619,17 @@ class _Client(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        tap, body = self.tap, bytes(self.body)
-        exchange = _Exchange(tap, self.started, request.method, tap._upstream_request(request, body))
+        tap, body, headers = self.tap, bytes(self.body), self.headers
+        started, started_at = self.started, self.started_at
+        exchange = _Exchange(tap, started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
         upstream = self.upstream
         if upstream is not None and upstream.usable:
             upstream.send(exchange)
         else:
             self.connect(exchange)  # a task: it starts after the call below exists
-        exchange.attach(*tap._call(request, body, self.started, self.started_at))
+        # Built while the upstream works, so the call is listed before any of its answer is forwarded.
+        exchange.attach(*tap._call(request, headers, body, started, started_at))
 
     def connect(self, exchange: _Exchange) -> None:
         """Open a fresh upstream connection for ``exchange`` (the first, or the old one closed)."""
@@ -884,12 +891,17 @@ class Tap:
         return b"".join(head) + body
 
     def _call(
-        self, request: h11.Request, body: bytes, started: float, started_at: float
+        self,
+        request: h11.Request,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        started: float,
+        started_at: float,
     ) -> tuple[TapCall, Parser]:
-        """The call of a request read whole (credentials redacted), and its parser."""
+        """The call of a request read whole (credentials redacted), and its parser (``headers``:
+        the request's, names lowercased, as recorded before)."""
         method = request.method.decode("latin-1")
         raw_path, _, query = request.target.partition(b"?")
-        headers = list(request.headers)  # names lowercased, as recorded before
         path = raw_path.decode("latin-1")
         text_query = query.decode("latin-1")
         wire = self._fixed_wire or detect_wire(path)
