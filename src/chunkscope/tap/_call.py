@@ -36,7 +36,7 @@ __all__ = ["TapCall", "TapTimings"]
 _END = object()  # a follower's end-of-call marker
 _CHUNK_BYTES = 640
 """What one kept chunk costs in memory besides its text (measured: a parsed delta's model, its
-field dict and its arrival time, ~570 bytes on CPython 3.12)."""
+field dict and its arrival time, ~570 bytes on CPython 3.11)."""
 _PIECE: dict[type[Any], str] = {TextDelta: "text", ReasoningDelta: "text", ToolCallDelta: "arguments_delta"}
 
 
