@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from _anthropic_events import sse_body, text_reply
 
-from chunkscope.adapters.wires import WireReader, wire_named
+from chunkscope.adapters.wires import WIRES, WireReader, wire_named
 from chunkscope.protocol import LlmError
 
 LABEL = "the test API"
@@ -123,3 +124,44 @@ def test_a_drop_keeps_what_came_and_an_abort_after_the_terminator_is_a_whole_str
     aborted.head(200, _SSE)
     aborted.feed(_REPLY)
     assert aborted.done and aborted.close(LlmError("client left", "ABORTED"))[1] is None
+
+
+def _text_streams() -> dict[str, bytes]:
+    """A text stream of 300 pieces on each wire whose events are plain SSE JSON."""
+    pieces = [f"w{n} " for n in range(300)]
+    openai = b"".join(
+        b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % p.encode() for p in pieces
+    )
+    openai += b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    gemini = b"".join(
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"%s"}]}}]}\n\n' % p.encode()
+        for p in pieces
+    )
+    gemini += b'data: {"candidates":[{"content":{"role":"model","parts":[]},"finishReason":"STOP"}]}\n\n'
+    return {"openai": openai, "anthropic": sse_body(text_reply(*pieces)), "gemini": gemini}
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic", "gemini"])
+def test_compacting_the_translators_text_changes_no_chunk(wire: str) -> None:
+    body = _text_streams()[wire]
+    events = body.split(b"\n\n")
+    outputs = []
+    for compact in (False, True):
+        reader = wire_named(wire).reader(LABEL)
+        reader.head(200, _SSE)
+        chunks: list[Any] = []
+        for event in events:
+            chunks += reader.feed(event + b"\n\n")
+            if compact:
+                reader.compact()  # the tap's window over a long stream: one string a block
+        more, error = reader.close(None)
+        assert error is None
+        outputs.append(chunks + more)
+    assert outputs[0] == outputs[1]
+    ends = [c for c in outputs[1] if c.type == "block-end"]
+    assert [e.block.text for e in ends] == ["".join(f"w{n} " for n in range(300))]
+
+
+def test_every_wire_can_compact_its_text() -> None:
+    for wire in WIRES.values():
+        assert callable(getattr(wire.reader(LABEL).translator, "compact", None)), wire.name

@@ -127,3 +127,58 @@ def test_a_tool_call_that_changes_its_id_and_back_assembles_under_the_last_id() 
     ]
     assert _inspected(chunks, "strict") == _apart(chunks, "strict")
     assert _inspected(chunks, "dsh") == _apart(chunks, "dsh")
+
+
+def _windowed(chunks: list[Any], profile: str, keep: int) -> tuple[Any, Any]:
+    """The result of ``chunks`` inspected with all but the latest ``keep`` dropped after each one."""
+    inspector = StreamInspector(profile)
+    for chunk in chunks:
+        inspector.add(chunk)
+        inspector.trim(inspector.position - inspector.dropped - keep)
+    return inspector.result(), inspector
+
+
+@FAST
+@given(invalid_streams("strict"))
+def test_a_windowed_inspector_drops_the_oldest_chunks_and_finds_the_same(case: tuple[list[Any], str]) -> None:
+    chunks, _rule = case
+    for keep in (0, 1, 3):
+        windowed, inspector = _windowed(chunks, "strict", keep)
+        whole = StreamInspector("strict")
+        for chunk in chunks:
+            whole.add(chunk)
+        expected = whole.result()
+        assert windowed.violations == expected.violations == check(chunks)  # positions in the whole stream
+        assert (windowed.blocks, windowed.usage, windowed.finish) == (
+            expected.blocks,
+            expected.usage,
+            expected.finish,
+        )
+        kept = min(keep, len(chunks))
+        assert windowed.chunks == expected.chunks[len(chunks) - kept :]
+        assert windowed.chunks_dropped == inspector.dropped == len(chunks) - kept
+        assert windowed.chunk_count == inspector.position == len(chunks)
+
+
+def test_a_windowed_text_block_is_joined_and_checked_whole() -> None:
+    pieces = [TextDelta(index=0, text=f"{n} ") for n in range(10_000)]
+    said = {
+        "type": "block-end",
+        "index": 0,
+        "block": {"type": "text", "text": "".join(p.text for p in pieces)},
+    }
+    for end in (said, {**said, "block": {"type": "text", "text": "x"}}):
+        inspector = StreamInspector()
+        inspector.add({"type": "block-start", "index": 0, "blockType": "text"})
+        for n, piece in enumerate(pieces):
+            inspector.add(piece)
+            if n % 1000 == 999:
+                inspector.trim(inspector.position - inspector.dropped - 10)
+        text = "".join(getattr(block, "text", "") for block in inspector.blocks())  # read while open
+        inspector.add(end)
+        result = inspector.result()
+        assert text == "".join(f"{n} " for n in range(10_000))
+        # block-end-match compares the whole text the deltas built, dropped ones included
+        mismatch = ["block-end-match"] if end is not said else []
+        assert [v.rule for v in result.violations] == [*mismatch, "finish-last"]
+        assert len(result.chunks) == 11 and result.chunks_dropped == 10_000 - 9

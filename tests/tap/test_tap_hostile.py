@@ -23,7 +23,7 @@ import pytest
 from _tap_helpers import AUTH, KEY, stream_body
 
 import chunkscope as cs
-from chunkscope.tap import Tap
+from chunkscope.tap import Tap, TapReplay
 
 CHAT = "/v1/chat/completions"
 
@@ -451,3 +451,62 @@ def test_finished_calls_leave_the_list_oldest_first_within_the_byte_budget(tmp_p
     assert 2 <= len(kept) < 10 and [c.id for c in kept] == list(range(11 - len(kept), 11))  # the newest
     assert sum(len(c.raw) + len(c.request_body) for c in kept) <= 24_000
     assert len(tap.usage) == 10  # the usage log keeps a row for every call
+
+
+def _many_deltas(count: int) -> bytes:
+    """A chat-completions stream of ``count`` one-word deltas (a usage chunk among them), a finish
+    and the usage."""
+    usage = b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":%d,"total_tokens":%d}}\n\n'
+    events = [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}\n\n' % n for n in range(count)]
+    events.insert(5, usage % (1, 4))
+    events += [
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        usage % (count, count + 3),
+        b"data: [DONE]\n\n",
+    ]
+    return b"".join(events)
+
+
+def _chunk_lines(path: Path) -> list[object]:
+    return [line["chunk"] for line in map(json.loads, path.read_bytes().splitlines()) if "chunk" in line]
+
+
+def test_a_call_whose_chunks_outgrow_its_share_drops_the_oldest_and_records_every_one(tmp_path: Path) -> None:
+    body = _many_deltas(3000)
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(body)
+    response = head + body
+    calls = []
+    for keep, folder in ((64 << 20, tmp_path / "whole"), (40_000, tmp_path / "windowed")):
+        with (
+            raw_upstream(answer_each(response, [])) as (upstream, _),
+            Tap(upstream=upstream, record=folder, keep_bytes=keep) as tap,
+        ):
+            got = httpx.post(f"{tap.base_url}{CHAT}", json=stream_body("text"), headers=AUTH)
+            call = tap.calls[0]
+            assert call.wait(5) and got.content == body
+            calls.append((call, call.result, tap.usage.to_frame()))
+    (whole, whole_result, whole_usage), (call, result, usage) = calls
+    assert whole.chunks_dropped == 0 and whole.chunk_count == len(whole.chunks) > 3000
+    # Windowed: the latest chunks only, within the call's share; every count still the whole call's.
+    assert 0 < len(call.chunks) < 20 and call.chunks == whole.chunks[-len(call.chunks) :]
+    assert call.chunks_dropped == whole.chunk_count - len(call.chunks)
+    assert call.chunk_count == whole.chunk_count and call.row()["chunks"] == whole.chunk_count
+    assert f"chunks={whole.chunk_count} ({call.chunks_dropped} not kept) ok" in repr(call)
+    assert result is not None and whole_result is not None
+    assert f"chunks={whole.chunk_count} ({call.chunks_dropped} not kept)" in repr(result)
+    assert result.text == whole_result.text == "".join(f"w{n} " for n in range(3000))
+    assert (result.usage, result.finish) == (whole_result.usage, whole_result.finish)
+    assert result.usage is not None and result.usage.output_tokens == 3000
+    assert [(v.rule, v.position) for v in result.violations] == [
+        (v.rule, v.position) for v in whole_result.violations
+    ]
+    assert result.timings.first_chunk_s == pytest.approx(whole_result.timings.first_chunk_s, abs=0.05)
+    assert result.timings.chunk_times == call.chunk_times and len(call.chunk_times) == len(call.chunks)
+    assert usage["chunks"].tolist() == whole_usage["chunks"].tolist() == [whole.chunk_count]
+    # The recording holds every chunk, as the whole call's does, and reads back the same.
+    assert call.recording is not None and whole.recording is not None
+    assert _chunk_lines(Path(call.recording)) == _chunk_lines(Path(whole.recording))
+    [replayed] = TapReplay(call.recording).calls  # parsed again from the recorded reads
+    assert replayed.chunk_count == whole.chunk_count and replayed.result is not None
+    assert replayed.result.text == whole_result.text
+    assert not list((tmp_path / "windowed").glob(".*.part"))

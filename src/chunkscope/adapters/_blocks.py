@@ -45,6 +45,7 @@ from chunkscope.protocol import (
 from chunkscope.protocol.shared import (  # chunk models without re-validation (hot path)
     UsageFinding,
     attach_usage_findings,
+    join_pieces,
     new_chunk,
     set_dict,
     set_extra,
@@ -139,6 +140,12 @@ class BlockWriter:
         self.key: object = None  # the wire's name for the open tool call, for messages
         self.ids: set[str] = set()
         self.tool_blocks = 0
+
+    def compact(self) -> None:
+        """Join the open block's pieces into one string (in place: a translator's fast path appends to
+        the same list), so a long block costs its characters, not an object per delta."""
+        join_pieces(self.parts)
+        join_pieces(self.held)
 
     # -- output --
 

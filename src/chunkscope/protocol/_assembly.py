@@ -371,7 +371,10 @@ class StreamResult:
 
     ``chunks`` are the chunks in arrival order as typed models (camelCase
     dicts parsed); an item that is not a chunk stays as it came, so violation
-    positions and ``timings.chunk_times`` index ``chunks``. ``blocks`` are
+    positions and ``timings.chunk_times`` index ``chunks``. ``chunks_dropped``:
+    the oldest chunks a windowed stream no longer keeps (the tap's endless
+    call); positions then count them, chunk ``n`` is ``chunks[n - chunks_dropped]``
+    and ``chunk_times`` is the kept chunks' (0: every chunk kept). ``blocks`` are
     the assembled blocks (``BlockAssembler`` rules);
     ``finish`` is None when no finish chunk arrived; ``error`` is what the
     stream raised (anything not an ``LlmError`` is wrapped as code ``UNKNOWN``
@@ -386,6 +389,12 @@ class StreamResult:
     violations: list[Violation] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
     profile: str = "strict"
+    chunks_dropped: int = 0
+
+    @property
+    def chunk_count(self) -> int:
+        """How many chunks the stream had: those kept and those a window dropped."""
+        return len(self.chunks) + self.chunks_dropped
 
     @property
     def text(self) -> str:
@@ -439,7 +448,8 @@ class StreamResult:
         parts.append(
             f"violations={errors}" + (f"+{warnings} warning{'s' if warnings > 1 else ''}" if warnings else "")
         )
-        parts.append(f"chunks={len(self.chunks)}")
+        dropped = f" ({self.chunks_dropped} not kept)" if self.chunks_dropped else ""
+        parts.append(f"chunks={self.chunk_count}{dropped}")
         parts.append(f"total={self.timings.total_s:.3f}s")
         return f"StreamResult({', '.join(parts)})"
 
@@ -450,6 +460,23 @@ def _block_summary(block: AnyBlock) -> str:
     if isinstance(block, ToolCallBlock):
         return f"tool-call {block.name}"
     return block.type
+
+
+_LARGE_PIECE = 4096  # characters: a piece this long is worth its own list entry
+
+
+def join_pieces(pieces: list[str]) -> None:
+    """Join the run of short pieces at the end of ``pieces`` into one string, in place.
+
+    A long stream's block text is a list of its deltas' pieces, an object each; joined, it costs
+    its characters. Only the tail since the last join is joined (the earlier joins are long
+    pieces now), so joining again and again stays linear in the text.
+    """
+    start = len(pieces)
+    while start and len(pieces[start - 1]) < _LARGE_PIECE:
+        start -= 1
+    if len(pieces) - start > 1:
+        pieces[start:] = ["".join(pieces[start:])]
 
 
 class StreamInspector:
@@ -478,6 +505,7 @@ class StreamInspector:
         "_tool_index",
         "_tool_partial",
         "chunks",
+        "dropped",
         "profile",
         "violations",
     )
@@ -488,7 +516,10 @@ class StreamInspector:
         self._assembler = BlockAssembler()
         self._dispatch = self._assembler._dispatch
         self.chunks: list[Any] = []
-        """Every item added, in order: chunk models (dicts parsed); an item that is no chunk as it came."""
+        """Every item added, in order: chunk models (dicts parsed); an item that is no chunk as it came
+        (the latest only, once ``trim`` dropped the oldest)."""
+        self.dropped = 0
+        """Items ``trim`` dropped from the front of ``chunks``: positions count them."""
         self.violations: list[Violation] = []
         """Every violation found so far, in stream order (the end-of-stream ones once ``result`` ran)."""
         self._keep = self.chunks.append
@@ -531,7 +562,7 @@ class StreamInspector:
             self._flush()
         try:
             checker = self._checker
-            checker._pos = len(self.chunks) - 1  # the fast paths do not count: the kept chunks do
+            checker._pos = self.dropped + len(self.chunks) - 1  # the fast paths do not count: the kept do
             handler = self._dispatch.get(kind)
             if handler is None:
                 try:
@@ -585,8 +616,33 @@ class StreamInspector:
 
     @property
     def position(self) -> int:
-        """How many items have been added."""
-        return len(self.chunks)
+        """How many items have been added (those ``trim`` dropped included)."""
+        return self.dropped + len(self.chunks)
+
+    def trim(self, count: int) -> None:
+        """Drop the oldest ``count`` kept chunks: a window over an endless stream.
+
+        Checking and assembling are unchanged (they took each chunk as it came);
+        positions go on counting the dropped ones. The open blocks' text, a list
+        of the deltas' pieces, is joined into one string, so a dropped delta's
+        piece costs its characters only.
+        """
+        count = min(count, len(self.chunks))
+        if count <= 0:
+            return
+        self._flush()
+        del self.chunks[:count]
+        self.dropped += count
+        self._run_from = len(self.chunks)
+        pieces = [block.parts for block in self._checker._open.values()]
+        pieces.append(self._checker._cur.parts)
+        for index in self._checker._open:
+            partial = self._assembler._partials.get(index)
+            if partial is not None:
+                pieces += (partial.text, partial.args)
+        pieces += (self._assembler._last.text, self._tool_partial.args)
+        for parts in pieces:
+            join_pieces(parts)  # in place: the fast paths hold these lists
 
     @property
     def finished(self) -> bool:
@@ -606,7 +662,7 @@ class StreamInspector:
         """
         self._flush()
         if error is None:
-            self._checker._pos = len(self.chunks) - 1  # the fast path does not count
+            self._checker._pos = self.position - 1  # the fast path does not count
             self.violations.extend(self._checker.close())
         assembler = self._assembler
         return StreamResult(
@@ -617,11 +673,12 @@ class StreamInspector:
             error=error,
             violations=self.violations,
             profile=self.profile,
+            chunks_dropped=self.dropped,
         )
 
     def __repr__(self) -> str:
         return (
-            f"StreamInspector(profile={self.profile!r}, chunks={len(self.chunks)}, "
+            f"StreamInspector(profile={self.profile!r}, chunks={self.position}, "
             f"violations={len(self.violations)})"
         )
 

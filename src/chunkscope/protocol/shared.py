@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from ._assembly import join_pieces
 from ._chunks import (
     UsageFinding,
     _new,
@@ -39,6 +40,7 @@ __all__ = [
     "current_marks",
     "describe_invalid",
     "is_unmapped",
+    "join_pieces",
     "marking",
     "new_chunk",
     "parse_chunk_ignoring_unknown_keys",

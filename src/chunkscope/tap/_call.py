@@ -19,10 +19,12 @@ from typing import Any
 
 from chunkscope.protocol import (
     LlmError,
+    ReasoningDelta,
     StreamInspector,
     StreamResult,
     TextDelta,
     Timings,
+    ToolCallDelta,
     Violation,
 )
 
@@ -32,6 +34,16 @@ from ._wires import Wire, WireReader, unparsed_reader
 __all__ = ["TapCall", "TapTimings"]
 
 _END = object()  # a follower's end-of-call marker
+_CHUNK_BYTES = 640
+"""What one kept chunk costs in memory besides its text (measured: a parsed delta's model, its
+field dict and its arrival time, ~570 bytes on CPython 3.11)."""
+_PIECE: dict[type[Any], str] = {TextDelta: "text", ReasoningDelta: "text", ToolCallDelta: "arguments_delta"}
+
+
+def chunk_bytes(chunk: Any) -> int:
+    """The memory one kept chunk is counted at against its call's share: overhead and text."""
+    name = _PIECE.get(type(chunk))
+    return _CHUNK_BYTES + (len(getattr(chunk, name)) if name is not None else 0)
 
 
 @dataclass
@@ -112,8 +124,19 @@ class TapCall:
 
     @property
     def chunks(self) -> list[Any]:
-        """The chunks parsed so far (live)."""
+        """The chunks parsed so far (live): the latest only once the call outgrew its share."""
         return self._inspector.chunks
+
+    @property
+    def chunks_dropped(self) -> int:
+        """The oldest chunks no longer in ``chunks`` (past the call's share of ``Tap(keep_bytes=)``):
+        checked, assembled, counted and recorded, not kept in memory (0 when all are kept)."""
+        return self._inspector.dropped
+
+    @property
+    def chunk_count(self) -> int:
+        """Every chunk parsed so far, those dropped included."""
+        return self._inspector.position
 
     @property
     def violations(self) -> list[Violation]:
@@ -153,7 +176,7 @@ class TapCall:
             "status": self.status,
             "ttft_ms": None if first is None else round(first * 1000, 1),
             "duration_ms": None if t.total_s is None or not self.done else round(t.total_s * 1000, 1),
-            "chunks": len(self.chunks),
+            "chunks": self.chunk_count,
             "input_tokens": usage.input_tokens if usage is not None else None,
             "output_tokens": usage.output_tokens if usage is not None else None,
             "violations": sum(1 for v in self.violations if v.severity == "error"),
@@ -209,6 +232,15 @@ class TapCall:
                 for hand_over in self._followers:
                     hand_over(item)
 
+    def _trim(self, count: int) -> tuple[list[float], list[Any]]:
+        """The parser thread: drop the oldest ``count`` chunks (and their times); returns them."""
+        with self._lock:
+            times = self.chunk_times[:count]
+            chunks = self._inspector.chunks[:count]
+            self._inspector.trim(count)
+            del self.chunk_times[:count]
+        return times, chunks
+
     def _ended(self, result: StreamResult) -> None:
         """The call ended with ``result``: wake ``wait()`` and end every follower."""
         with self._lock:
@@ -224,9 +256,11 @@ class TapCall:
 
     def __repr__(self) -> str:
         state = "running" if not self.done else (self.error_code or "ok")
+        dropped = self.chunks_dropped
+        kept = f" ({dropped} not kept)" if dropped else ""
         return (
             f"<TapCall #{self.id} {self.method} {self.path} wire={self.wire} model={self.model!r} "
-            f"status={self.status} chunks={len(self.chunks)} {state}>"
+            f"status={self.status} chunks={self.chunk_count}{kept} {state}>"
         )
 
 
@@ -247,6 +281,8 @@ class Parser:
         mask: ByteMask,
         *,
         expect_stream: bool = False,
+        share: int = 1 << 62,
+        dropped: Callable[[TapCall, list[float], list[Any]], None] | None = None,
     ) -> None:
         self.call = call
         self.wire = wire
@@ -259,6 +295,12 @@ class Parser:
         self.reader: WireReader | None = None
         self._t = 0.0  # the arrival time of the read being parsed (the first event's mark)
         self._final = False  # the terminator's chunks were added
+        # The chunks kept on the call cost at most ``share`` bytes (chunk_bytes): past it the oldest
+        # go, handed to ``dropped`` (the recording's spill) first.
+        self.share = share
+        self.dropped = dropped
+        self._kept_bytes = 0
+        self._first_chunk_s: float | None = None
 
     @property
     def kind(self) -> str:
@@ -316,8 +358,13 @@ class Parser:
         )
 
     def _add(self, t: float, chunks: list[Any]) -> None:
+        if not chunks:
+            return
         timings = self.call.timings
         add = self.call._chunk
+        if self._first_chunk_s is None:
+            self._first_chunk_s = t
+        size = 0
         for chunk in chunks:
             if timings.first_text_s is None and Timings.is_token(chunk):  # an empty delta is no token
                 if timings.first_content_s is None:
@@ -325,6 +372,26 @@ class Parser:
                 if isinstance(chunk, TextDelta):
                     timings.first_text_s = t
             add(t, chunk)
+            size += chunk_bytes(chunk)
+        self._kept_bytes += size
+        if self._kept_bytes > self.share:
+            self._trim()
+
+    def _trim(self) -> None:
+        """The kept chunks outgrew the call's share: the oldest go until half of it is left."""
+        kept = self.call.chunks
+        over = self._kept_bytes - self.share // 2
+        count = 0
+        while over > 0 and count < len(kept):
+            size = chunk_bytes(kept[count])
+            over -= size
+            self._kept_bytes -= size
+            count += 1
+        times, chunks = self.call._trim(count)
+        if self.reader is not None:
+            self.reader.compact()  # the translator's copy of the text, as the inspector's
+        if self.dropped is not None:
+            self.dropped(self.call, times, chunks)
 
     def finish(self, t: float, outcome: LlmError | None) -> StreamResult:
         """The call ended (``outcome``: the forwarding side's failure, e.g. a drop or an abort)."""
@@ -351,6 +418,7 @@ class Parser:
         seen = call.timings  # the tap saw the wire itself: its points are the call's
         timings.first_byte_s, timings.first_event_s = seen.first_byte_s, seen.first_event_s
         timings.first_content_s, timings.first_text_s = seen.first_content_s, seen.first_text_s
+        timings.first_chunk_s = self._first_chunk_s  # the first arrival, though a window dropped it
         result.timings = timings
         return result
 

@@ -18,7 +18,7 @@ redaction and recordings happen there, so none of them can delay or alter
 what the client receives. A request goes upstream before its call is built.
 Measured (``benchmarks/bench_tap.py``, a shared 2-core machine): per event
 ~+100 µs at p50 where the old stack added ~190 and a bare asyncio relay
-with no parsing at all adds 40..105; first byte ~+0.8 ms (was ~+2.0..2.8).
+with no parsing at all adds 40..105; first byte ~+0.6..0.8 ms (was ~+2.0..2.8; mitmproxy ~+2 ms).
 
 The request's HTTP version is passed on (an HTTP/1.0 client gets an
 answer framed for HTTP/1.0, since it is relayed, not re-framed).
@@ -43,7 +43,9 @@ leaves, two descriptors each) get 503 at once; asyncio's report of a failed
 ``accept`` is one line a minute. A request with two framings is refused (400).
 The calls keep their bytes within ``keep_bytes``: a call past its share
 stops appending to ``reads`` (its further reads go to a spill file beside its
-recording, on the parser thread), and ended calls leave ``calls`` oldest first.
+recording, on the parser thread), and ended calls leave ``calls`` oldest first. A call's parsed
+chunks are windowed within a share of their own (``Parser``): the oldest go, into a spill file
+when the call is recorded, so its recording still holds them all.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
 from ._framing import Body, Head, ProtocolFault
-from ._record import Spill, check_folder, next_call_id, write_recording
+from ._record import Spill, check_folder, chunk_lines, next_call_id, write_recording
 from ._redact import ByteMask, key_fingerprint, mask_text, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
 
@@ -412,26 +414,29 @@ def _checked(upstream: str, port: int, max_request_bytes: int, keep_calls: int) 
     return url
 
 
-def _refusal(request: h11.Request, max_request_bytes: int) -> tuple[int, str] | None:
-    """The status and reason the tap answers a request it will not forward with; None to forward it."""
+def _refusal(
+    request: h11.Request, headers: list[tuple[bytes, bytes]], max_request_bytes: int
+) -> tuple[int, str] | None:
+    """The status and reason the tap answers a request it will not forward with; None to forward it.
+    ``headers``: the request's, listed once (h11's header sequence is slow to walk, item by item)."""
     if request.method == b"CONNECT" or not request.target.startswith(b"/"):
         # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
         return 400, "the tap is a reverse proxy for one upstream: send origin-form paths"
-    names = {name for name, _ in request.headers}
+    names = {name for name, _ in headers}
     if b"transfer-encoding" in names and b"content-length" in names:
         # Two framings: whoever reads the other one sees a different next request (RFC 9112 §6.1).
         return 400, "a request with both Transfer-Encoding and Content-Length is refused"
-    length = next((v for n, v in request.headers if n == b"content-length"), None)
+    length = next((v for n, v in headers if n == b"content-length"), None)
     if length is not None and length.isdigit() and int(length) > max_request_bytes:
         return 413, f"request body over {max_request_bytes} bytes"
     return None
 
 
-def _keeps_alive(request: h11.Request) -> bool:
+def _keeps_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether the client keeps its connection after this request (HTTP/1.1 without ``close``)."""
     tokens = {
         token.strip().lower()
-        for name, value in request.headers
+        for name, value in headers
         if name == b"connection"
         for token in value.split(b",")
     }
@@ -446,6 +451,7 @@ class _Client(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=tap.max_head_bytes)
         self.request: h11.Request | None = None
+        self.headers: list[tuple[bytes, bytes]] = []  # the request's, names lowercased
         self.started = 0.0
         self.started_at = 0.0
         self.body = bytearray()
@@ -586,11 +592,12 @@ class _Client(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        refusal = _refusal(request, self.tap.max_request_bytes)
+        self.headers = headers = list(request.headers)  # names lowercased
+        refusal = _refusal(request, headers, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
             return False
-        self.keep_alive = _keeps_alive(request)
+        self.keep_alive = _keeps_alive(request, headers)
         self.request = request
         if self.h11.they_are_waiting_for_100_continue:
             assert self.transport is not None
@@ -612,15 +619,17 @@ class _Client(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        tap, body = self.tap, bytes(self.body)
-        exchange = _Exchange(tap, self.started, request.method, tap._upstream_request(request, body))
+        tap, body, headers = self.tap, bytes(self.body), self.headers
+        started, started_at = self.started, self.started_at
+        exchange = _Exchange(tap, started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
         upstream = self.upstream
         if upstream is not None and upstream.usable:
             upstream.send(exchange)
         else:
             self.connect(exchange)  # a task: it starts after the call below exists
-        exchange.attach(*tap._call(request, body, self.started, self.started_at))
+        # Built while the upstream works, so the call is listed before any of its answer is forwarded.
+        exchange.attach(*tap._call(request, headers, body, started, started_at))
 
     def connect(self, exchange: _Exchange) -> None:
         """Open a fresh upstream connection for ``exchange`` (the first, or the old one closed)."""
@@ -810,7 +819,9 @@ class Tap:
         # The event loop's thread: each listed call → its bytes kept once ended (-1 while it runs).
         self._sizes: dict[TapCall, int] = {}
         self._ended_bytes = 0
-        self._spills: dict[Parser, Spill | None] = {}  # the parser thread's: None when spilling failed
+        # The parser thread's spill files, a call's reads and its dropped chunks: None when spilling failed.
+        self._spills: dict[Parser, Spill | None] = {}
+        self._chunk_spills: dict[TapCall, Spill | None] = {}
         self._record_failed = False
         self._accept_failed_at: float | None = None
         self._queue: queue.SimpleQueue[tuple[Parser, str, float, Any] | None] = queue.SimpleQueue()
@@ -880,12 +891,17 @@ class Tap:
         return b"".join(head) + body
 
     def _call(
-        self, request: h11.Request, body: bytes, started: float, started_at: float
+        self,
+        request: h11.Request,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        started: float,
+        started_at: float,
     ) -> tuple[TapCall, Parser]:
-        """The call of a request read whole (credentials redacted), and its parser."""
+        """The call of a request read whole (credentials redacted), and its parser (``headers``:
+        the request's, names lowercased, as recorded before)."""
         method = request.method.decode("latin-1")
         raw_path, _, query = request.target.partition(b"?")
-        headers = list(request.headers)  # names lowercased, as recorded before
         path = raw_path.decode("latin-1")
         text_query = query.decode("latin-1")
         wire = self._fixed_wire or detect_wire(path)
@@ -919,7 +935,17 @@ class Tap:
         if len(self.calls) > self.keep_calls:  # memory stays bounded in a tap left running for days
             self._unlist(self.calls[0])
         # A call that asked for a stream and got something else is read as its adapter reads it.
-        return call, Parser(call, wire, self._label, secrets, ByteMask(secrets), expect_stream=streams)
+        parser = Parser(
+            call,
+            wire,
+            self._label,
+            secrets,
+            ByteMask(secrets),
+            expect_stream=streams,
+            share=self._share,
+            dropped=self._drop_chunks,
+        )
+        return call, parser
 
     def _unlist(self, call: TapCall) -> None:
         """``call`` leaves ``calls`` (its recording stays): the event loop's thread."""
@@ -970,9 +996,9 @@ class Tap:
             except Exception as exc:  # a parse-side defect must never stop the thread
                 if kind == "end":
                     failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
-                    spill = self._spills.pop(parser, None)
-                    if spill is not None:
-                        spill.discard()
+                    for spill in (self._spills.pop(parser, None), self._chunk_spills.pop(parser.call, None)):
+                        if spill is not None:
+                            spill.discard()
                     parser.call._ended(StreamResult(error=failure))
                 else:
                     parser.failure = LlmError(
@@ -1007,6 +1033,27 @@ class Tap:
         for upstream in held:
             if upstream.transport is not None and not upstream.client.writing_paused:
                 upstream.transport.resume_reading()
+
+    def _drop_chunks(self, call: TapCall, times: list[float], chunks: list[Any]) -> None:
+        """Chunks a call dropped past its share: their recording lines into its chunk spill (when it is
+        recorded), so the recording still holds every chunk; the parser thread."""
+        if self.record is None or call.wire is None:
+            return
+        spills = self._chunk_spills
+        if call not in spills:
+            try:
+                spills[call] = Spill(self.record)
+            except OSError as exc:
+                spills[call] = None
+                self._recording_failed(call, exc)
+        spill = spills[call]
+        if spill is not None:
+            try:
+                spill.write(chunk_lines(times, chunks))
+            except OSError as exc:
+                spill.discard()
+                spills[call] = None
+                self._recording_failed(call, exc)
 
     def _spill(self, parser: Parser, t: float, kept: bytes | bytearray) -> None:
         """A read past the call's share: into the call's spill file when it is recorded, else gone."""
@@ -1043,8 +1090,10 @@ class Tap:
     def _finish(self, parser: Parser, result: StreamResult) -> None:
         call = parser.call
         call.result = result  # the usage row and the recording read it; followers end below
-        spilled = parser in self._spills
+        # A spill that failed (None) leaves the call unrecorded: a recording is whole or not at all.
+        whole = self._spills.get(parser, True) is not None and self._chunk_spills.get(call, True) is not None
         spill = self._spills.pop(parser, None)
+        chunk_spill = self._chunk_spills.pop(call, None)
         try:
             self.usage.record(
                 result,
@@ -1052,15 +1101,15 @@ class Tap:
                 model=call.model or "unknown",
                 tags={"via": "tap", "path": call.path.partition("?")[0]},
             )
-            # A call whose spill failed is not recorded: a recording is whole or not at all.
-            if self.record is not None and call.wire is not None and (spill is not None or not spilled):
+            if self.record is not None and call.wire is not None and whole:
                 try:
-                    call.recording = str(write_recording(self.record, call, result, spill))
+                    call.recording = str(write_recording(self.record, call, result, spill, chunk_spill))
                 except OSError as exc:
                     self._recording_failed(call, exc)
         finally:
-            if spill is not None:
-                spill.discard()
+            for each in (spill, chunk_spill):
+                if each is not None:
+                    each.discard()
             call._ended(result)
 
     # --- lifecycle -------------------------------------------------------------------------

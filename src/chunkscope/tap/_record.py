@@ -24,7 +24,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +35,7 @@ from chunkscope.sources.recording import read_line, recording_header, recording_
 
 from ._call import TapCall
 
-__all__ = ["Spill", "body_field", "check_folder", "next_call_id", "write_recording"]
+__all__ = ["Spill", "body_field", "check_folder", "chunk_lines", "next_call_id", "write_recording"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _NUMBERED = re.compile(r"^(\d+)-")
@@ -86,11 +86,14 @@ def _create(folder: Path, suffix: str) -> tuple[int, Path]:
 
 
 class Spill:
-    """Raw reads a call keeps on disk instead of in memory (past its share of ``keep_bytes``).
+    """Raw reads (or parsed chunks) a call keeps on disk instead of in memory (past its share of
+    ``keep_bytes``).
 
     Each read is appended as a recording ``read`` line to a file of its own,
     created like every other (exclusive, unpredictable name); ``write_recording``
-    copies them into the call's recording after the reads kept in memory.
+    copies them into the call's recording after the reads kept in memory. A
+    chunk spill takes ready recording lines (``write``): the chunks a windowed
+    call dropped, copied in before the chunks it kept.
     """
 
     __slots__ = ("_file", "_held", "_held_bytes", "hold", "path", "reads")
@@ -115,6 +118,10 @@ class Spill:
             first_t, first = held.popleft()
             self._held_bytes -= len(first)
             self._file.write(read_line(first_t, bytes(first)))
+
+    def write(self, lines: Iterable[bytes]) -> None:
+        """Append recording lines as they are (a chunk spill: no read is held back)."""
+        self._file.writelines(lines)
 
     def lines(self) -> Iterator[bytes]:
         """The spilled lines in order (the file is closed first)."""
@@ -162,10 +169,17 @@ def _place(temporary: Path, folder: Path, stem: str) -> Path:
     raise FileExistsError(errno.EEXIST, f"every name for {stem} is taken in {folder}")
 
 
-def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Spill | None = None) -> Path:
+def write_recording(
+    folder: Path,
+    call: TapCall,
+    result: StreamResult,
+    spill: Spill | None = None,
+    chunk_spill: Spill | None = None,
+) -> Path:
     """Write ``call`` as a recording ``ReplayAdapter`` and ``TapReplay`` replay; whole or not at all.
 
-    ``spill``: the reads the call kept on disk, written after those in ``call.reads``.
+    ``spill``: the reads the call kept on disk, written after those in ``call.reads``;
+    ``chunk_spill``: the chunk lines of the chunks it dropped, written before those it kept.
     """
     stem = f"{call.id:05d}-{call.wire}-{_UNSAFE.sub('_', call.model or 'unknown')[:60]}"
     header = recording_header(
@@ -185,12 +199,21 @@ def write_recording(folder: Path, call: TapCall, result: StreamResult, spill: Sp
             file.writelines(read_line(t, bytes(data)) for t, data in list(call.reads))
             if spill is not None:
                 file.writelines(spill.lines())
+            if chunk_spill is not None:
+                file.writelines(chunk_spill.lines())
             file.writelines(_result_lines(call, result))
         return _place(temporary, folder, stem)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def chunk_lines(times: Sequence[float], chunks: Sequence[Any]) -> Iterator[bytes]:
+    """The recording's chunk lines of ``chunks`` that arrived at ``times``."""
+    for t, chunk in zip(times, chunks, strict=False):
+        body = chunk if isinstance(chunk, dict) else chunk.to_dict()
+        yield recording_line({"t": stored_time(t), "chunk": body})
 
 
 def _tap_field(call: TapCall) -> dict[str, Any]:
@@ -213,9 +236,7 @@ def _tap_field(call: TapCall) -> dict[str, Any]:
 
 def _result_lines(call: TapCall, result: StreamResult) -> Iterator[bytes]:
     """The recording's chunk lines, at their times, then its error line (if the call failed)."""
-    for t, chunk in zip(result.timings.chunk_times, result.chunks, strict=False):
-        body = chunk if isinstance(chunk, dict) else chunk.to_dict()
-        yield recording_line({"t": stored_time(t), "chunk": body})
+    yield from chunk_lines(result.timings.chunk_times, result.chunks)
     if result.error is not None:
         t = call.timings.total_s or 0.0
         yield recording_line({"t": stored_time(t), "error": result.error.failure.to_dict()})

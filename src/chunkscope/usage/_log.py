@@ -219,7 +219,7 @@ class UsageLog:
                 self._error.codes.append(self._error.code(error_code))
                 self._phase.codes.append(self._phase.code(phase))
                 self._source.codes.append(self._source.code(source))
-                self._chunks.append(len(result.chunks))
+                self._chunks.append(result.chunk_count)  # a windowed stream's dropped ones too
                 self._violations.append(errors)
                 self._warnings.append(len(result.violations) - errors)
             except BaseException:

@@ -118,7 +118,7 @@ def _result_attributes(result: StreamResult, attributes: dict[str, Any]) -> None
     first = result.timings.first_chunk_s
     if first is not None:
         attributes[gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = first
-    attributes[CHUNKS] = len(result.chunks)
+    attributes[CHUNKS] = result.chunk_count  # a windowed stream's dropped chunks too
     if result.violations:
         attributes[VIOLATIONS] = len(result.violations)
 

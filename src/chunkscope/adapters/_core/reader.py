@@ -415,6 +415,13 @@ class WireReader:
             out += chunks
         return False
 
+    def compact(self) -> None:
+        """Have the translator join the text pieces of its open blocks, where it keeps them (a long
+        stream: one string a block, not an object per delta). Nothing else changes."""
+        compact = getattr(self.translator, "compact", None)
+        if compact is not None:
+            compact()
+
     def close(self, failure: LlmError | None = None) -> tuple[list[AnyChunk], LlmError | None]:
         """The body ended, cleanly (``failure`` None) or as ``failure`` says (a drop, an abort):
         the chunks its end completes (the terminator's included) and the response's error.

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chunkscope.protocol import AnyChunk, FinishReason, LlmError, LlmFailure, TokenUsage
-from chunkscope.protocol.shared import UsageFinding
+from chunkscope.protocol.shared import UsageFinding, join_pieces
 
 from .._arithmetic import anthropic_decrease, anthropic_findings
 from .._blocks import (
@@ -196,6 +196,13 @@ class AnthropicTranslator:
         """The body ended: ``[]`` after ``message_stop``, else ``LlmError`` ``STREAM_CLOSED``."""
         self.close()
         return []
+
+    def compact(self) -> None:
+        """Join the open blocks' text pieces (``WireReader.compact``: a long stream's memory)."""
+        self._writer.compact()
+        for block in self._emitted:
+            if not block.stopped:
+                join_pieces(block.parts)
 
     def salvage(self) -> list[AnyChunk]:
         """Chunks produced before a failure in the same event: none. Every check of an event

@@ -272,6 +272,10 @@ class BedrockTranslator:
             )
         return []
 
+    def compact(self) -> None:
+        """Join the open block's text pieces (``WireReader.compact``: a long stream's memory)."""
+        self._writer.compact()
+
     def salvage(self) -> list[AnyChunk]:
         """The chunks the failing frame wrote before it raised (valid output; taken once)."""
         return self._writer.take()

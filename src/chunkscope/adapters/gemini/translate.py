@@ -260,6 +260,10 @@ class GeminiTranslator:
         """Translate one event given its parsed JSON (tests and tools)."""
         return self.feed(("message", json.dumps(obj, ensure_ascii=False)))
 
+    def compact(self) -> None:
+        """Join the open block's text pieces (``WireReader.compact``: a long stream's memory)."""
+        self._writer.compact()
+
     def salvage(self) -> list[AnyChunk]:
         """The chunks an event wrote before the failure it raised (valid output; taken once)."""
         return self._writer.take()

@@ -291,6 +291,10 @@ class OpenAITranslator:
             raise LlmError(f"{self.label} ended the event stream without [DONE]", "STREAM_CLOSED")
         return []
 
+    def compact(self) -> None:
+        """Join the open block's text pieces (``WireReader.compact``: a long stream's memory)."""
+        self.blocks.compact()
+
     def salvage(self) -> list[AnyChunk]:
         """The chunks an event wrote before the failure it raised (valid output; taken once).
 

@@ -287,6 +287,10 @@ class ResponsesTranslator:
             )
         return []
 
+    def compact(self) -> None:
+        """Join the open block's text pieces (``WireReader.compact``: a long stream's memory)."""
+        self.blocks.compact()
+
     def salvage(self) -> list[AnyChunk]:
         """The chunks an event wrote before the failure it raised (valid output; taken once)."""
         return self.blocks.take()
