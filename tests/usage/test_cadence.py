@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -90,6 +91,23 @@ def test_unknown_timing_is_na_never_zero() -> None:
     assert report.models["gaps"].tolist() == [0, 0, 0, 0]
     assert report.models["suggested_timeout_s"].isna().all()
     assert report.suggested_timeout_s is None and len(report.stalls) == 0
+
+
+def test_a_windowed_stream_keeps_its_gaps_at_their_chunk_numbers_and_its_row_says_unknown() -> None:
+    # the tap's endless call keeps its latest chunks only: 1,000 dropped, then a stall in the kept
+    kept = timed([10.0, 10.01, 10.02, 12.02, 12.03])
+    kept.chunks_dropped = 1_000
+    log = UsageLog()
+    log.record(kept, provider="p", model="m", call_id="endless")
+    row = log.to_frame().iloc[0]
+    assert row["chunks"] == 1_005
+    for name in GAPS:  # a larger gap may have been among the dropped: not known, never the window's
+        assert pd.isna(row[name]), (name, row[name])
+    call = SimpleNamespace(id=7, wire="openai", model="m", result=kept, chunk_times=kept.timings.chunk_times)
+    report = cs.cadence([call])  # a TapCall's shape
+    assert report.gaps["chunk"].tolist() == [1_001, 1_002, 1_003, 1_004]
+    [stall] = report.stalls.itertuples(index=False)
+    assert stall.chunk == 1_003 and stall.gap_s == pytest.approx(2.0)
 
 
 def test_a_frame_stored_before_the_gap_columns_reads_them_na(tmp_path: Path) -> None:

@@ -94,6 +94,7 @@ class _Timed:
     chunk_times: list[float]
     chunks: int
     ttfc_s: float | None
+    dropped: int = 0  # chunks a windowed stream no longer keeps: the kept ones' numbers start after them
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,7 @@ def _of_result(result: Any, provider: str, model: str, call_id: str, attempt: in
         chunk_times=list(timings.chunk_times),
         chunks=len(result.chunks),
         ttfc_s=timings.first_chunk_s,
+        dropped=getattr(result, "chunks_dropped", 0),
     )
 
 
@@ -354,7 +356,8 @@ def _timed_tables(attempts: list[_Timed]) -> _Tables:
         size = counts[n] = len(gaps)
         columns["call_id"].append([attempt.call_id] * size)
         columns["attempt"].append(np.full(size, attempt.attempt, dtype=np.int64))
-        columns["chunk"].append(np.arange(1, size + 1, dtype=np.int64))
+        first = attempt.dropped + 1  # a windowed stream's gaps: those of its kept chunks, at their numbers
+        columns["chunk"].append(np.arange(first, first + size, dtype=np.int64))
         columns["gap_s"].append(np.asarray(gaps, dtype=np.float64))
         columns["at_s"].append(np.asarray(attempt.chunk_times[1:], dtype=np.float64))
     rows = np.repeat(np.arange(len(attempts)), counts)

@@ -29,7 +29,7 @@ from chunkscope.protocol import LlmError, StreamResult, Timings, TokenUsage, col
 from chunkscope.protocol.shared import current_marks
 from chunkscope.sources import json_line
 
-from ._gaps import GapStats, gap_stats
+from ._gaps import NO_GAPS, GapStats, gap_stats
 from ._prices import as_price_table
 from ._schema import (
     COUNT_COLUMNS,
@@ -196,7 +196,9 @@ class UsageLog:
         timings = result.timings
         started, ttfc, duration = _timing_values(timings)
         firsts = _first_values(timings)
-        gaps = gap_stats(timings.chunk_times, len(result.chunks))
+        # A windowed stream (the tap's endless call) kept only its latest times: its largest gap is
+        # not known here (its recording has every one).
+        gaps = NO_GAPS if result.chunks_dropped else gap_stats(timings.chunk_times, len(result.chunks))
         tag_text = _tags_json(tags)
         quote = self._quote(provider, model, usage, started)
         # Every value is converted above; below, each append takes a value its column holds, so a
