@@ -397,3 +397,17 @@ def test_chunkscope_check_of_a_tap_recording_reports_the_finding(
     )
     frame = cs.read_recordings(tmp_path)
     assert frame["warnings"].tolist() == [1]
+
+
+def test_a_finding_is_shown_in_the_timeline_where_it_occurs() -> None:
+    from chunkscope.notebook import Timeline
+
+    broken = chat({"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 20})
+    timeline = Timeline("usage")
+    run_now(timeline.consume(iter(broken.chunks)))
+    usage_at = next(n for n, c in enumerate(broken.chunks) if c.type == "usage")
+    shown = timeline.static_html()  # the mark on the violations lane, at the usage chunk
+    assert f'data-rule="usage-total" data-position="{usage_at}" data-severity="warning"' in shown
+    assert "total_tokens 20 is not prompt_tokens 12 + completion_tokens 9 (= 21)" in shown
+    assert "usage-total" in json.dumps(timeline.state(), default=str)  # the live widget's state
+    assert any(v.rule == "usage-total" and v.position == usage_at for v in timeline.result.violations)
