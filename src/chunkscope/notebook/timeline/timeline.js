@@ -790,8 +790,16 @@ class View {
     this.toggleChunk.dataset.axis = "chunk";
     toggle.append(this.toggleTime, this.toggleChunk);
     toggle.addEventListener("click", () => {
-      this.model.set("axis", this.axis() === "time" ? "chunk" : "time");
-      this.model.save_changes();
+      const axis = this.axis() === "time" ? "chunk" : "time";
+      this.model.set("axis", axis);
+      // A message, not save_changes(): that would send every attribute the page set, the
+      // `_state_records` it joined (tens of MB, over the server's 10 MiB limit: the
+      // connection drops) too. The kernel sets `axis`, which reaches every view.
+      try {
+        this.model.send({ type: "axis", axis });
+      } catch (err) {
+        // no kernel (a reopened notebook): the switch still works on the page
+      }
       this.relayout(true);
     });
     head.append(toggle);
@@ -1281,7 +1289,10 @@ class View {
 
   chunkLine(n) {
     const rec = this.store.recordAt(n);
-    return `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
+    const line = `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
+    // a block-end drawn from its deltas comes with its block's long strings cut (see _records.py)
+    const cut = rec[1] === "x" && rec.length > 3 ? Number(rec[3]) : 0;
+    return cut > 0 ? `${line} (the block's text: ${count(cut)} more chars, drawn from its deltas)` : line;
   }
 
   showSegment(seg, el) {
