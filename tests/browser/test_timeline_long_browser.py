@@ -95,6 +95,20 @@ def test_a_100000_delta_stream_reaches_the_page_in_few_messages_about_the_size_o
     assert len(shown) == 131_072 and shown.endswith(f"w{n - 1} ")  # the window: the text's tail
     hidden = int(seg.get_attribute("data-hidden-chars") or 0)
     assert hidden == text_chars - 131_072
+    # the box follows the text to its end (blocks out of sight are laid out only once scrolled to:
+    # scrolled to the top, the first one shows its text, not an empty placeholder)
+    box = seg.locator(".cs-seg-text").element_handle()
+    lab.page.wait_for_function("(box) => box.scrollTop + box.clientHeight >= box.scrollHeight - 4", arg=box)
+    lab.page.evaluate("(box) => { box.scrollTop = 0; }", box)
+    lab.page.wait_for_function(
+        """(box) => {
+            const first = box.querySelector('.cs-text-block');
+            const range = document.createRange();
+            range.selectNodeContents(first);
+            return box.scrollTop === 0 && range.getClientRects().length > 20;  // its lines, laid out
+        }""",
+        arg=box,
+    )
     seg.locator(".cs-show-earlier").click()  # the text before the window, one window at a time
     lab.page.wait_for_function(
         f"el => Number(el.dataset.hiddenChars) === {hidden - 131_072}", arg=seg.element_handle()

@@ -118,12 +118,15 @@ function axisTicks(extent, axis) {
   return ticks;
 }
 
+// one formatter for every count drawn (toLocaleString builds one a call: ms a frame at 60 frames/s)
+const NUMBER = new Intl.NumberFormat("en-US");
+
 function count(value) {
-  return typeof value === "number" ? value.toLocaleString("en-US") : String(value);
+  return typeof value === "number" ? NUMBER.format(value) : String(value);
 }
 
 function plural(n, word) {
-  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+  return `${NUMBER.format(n)} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function usageText(u) {
@@ -395,7 +398,9 @@ export function derive(state, upto = null) {
 // --- a segment's text on the page ---------------------------------------------------------
 
 const SEAL_AT = 4096; // a text block this long is sealed at its next line break…
-const SEAL_HARD = 32768; // …or, with no line break, at a space once it is this long
+// …or, with no line break, at a space once it is this long: the growing block is laid out again
+// each frame (32,768 chars took 20-60 ms a frame at a million deltas; 8,192 a quarter of it)
+const SEAL_HARD = 8192;
 
 /**
  * A segment's text as a run of blocks. Appending a text node to one huge block makes the
@@ -455,6 +460,11 @@ class TextSink {
       this.shown -= length;
       this.hidden += length;
     }
+    // All but the last two blocks (over 4,096 chars each: more than the box shows) are laid out
+    // only when scrolled into sight; a backlog that fills the window at once costs what shows.
+    for (let i = this.blocks.length - 3; i >= 0 && !this.blocks[i][0].classList.contains("cs-far"); i--) {
+      this.blocks[i][0].classList.add("cs-far");
+    }
   }
 
   /** Put up to TEXT_WINDOW more of the hidden text (`text` is all text so far) back in front. */
@@ -463,7 +473,7 @@ class TextSink {
     let from = Math.max(0, this.hidden - TEXT_WINDOW);
     if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from--;
     const piece = text.slice(from, this.hidden);
-    const block = h("span", "cs-text-block", piece);
+    const block = h("span", "cs-text-block cs-far", piece);
     this.el.prepend(block);
     this.blocks.unshift([block, piece.length]);
     this.shown += piece.length;
@@ -739,6 +749,11 @@ class View {
     this.frame = 0;
     this.scrubTo = null; // null = follow the stream
     this.selected = null;
+    // A text box follows its text to the end once it has a size too: a view drawn before the page
+    // showed it (a re-rendered output) set scrollTop on a box with no layout, which stays at 0.
+    this.follow = new ResizeObserver((entries) => {
+      for (const { target } of entries) if (target.csSeg && !target.csSeg.scrolledUp) target.scrollTop = 1e9;
+    });
     this.build(el);
     this.resetPicture();
     this.onAxis = () => this.relayout(true);
@@ -751,6 +766,7 @@ class View {
 
   dispose() {
     if (this.frame) cancelAnimationFrame(this.frame);
+    this.follow.disconnect();
     this.store.views.delete(this);
     this.model.off("change:axis", this.onAxis);
     this.model.off("change:title", this.onTitle);
@@ -1072,6 +1088,8 @@ class View {
       });
       node.append(row, earlier, text);
       node.csSeg = seg;
+      text.csSeg = seg;
+      this.follow.observe(text);
       seg.dom = { node, bar, cap, text, earlier, sink: new TextSink(sink) };
       if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
       else this.lanes.append(node);
