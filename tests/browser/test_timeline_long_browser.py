@@ -24,8 +24,10 @@ N = {n}
 words = [f'w{{i}} ' for i in range(N)]
 chunks = [cs.BlockStart(index=0, block_type='text')]
 chunks += [cs.TextDelta(index=0, text=w) for w in words]
-chunks += [cs.BlockEnd(index=0, block=cs.TextBlock(text='')), cs.Finish(reason=cs.FinishReason(kind='stop'))]
-TEXT_CHARS = len(''.join(words))
+TEXT = ''.join(words)
+# the block-end holds the whole text, as an adapter's does
+chunks += [cs.BlockEnd(index=0, block=cs.TextBlock(text=TEXT)),
+           cs.Finish(reason=cs.FinishReason(kind='stop'))]
 async def paced():
     for i, chunk in enumerate(chunks):
         if i % 50 == 0:
@@ -85,7 +87,8 @@ def test_a_100000_delta_stream_reaches_the_page_in_few_messages_about_the_size_o
     text_chars = sum(len(f"w{i} ") for i in range(n))
     # at most one batch a display frame over the stream's second or so, never one per delta
     assert 2 <= watch["messages"] <= 150, watch["messages"]
-    # each delta's text, length and arrival step: not a JSON record per delta (~3.9x the text)
+    # each delta's text, length and arrival step: not a JSON record per delta (~3.9x the text), nor
+    # the block-end's copy of the whole text (the page draws the block from its deltas)
     assert watch["bytes"] <= 2.2 * text_chars, (watch["bytes"], text_chars)
     # and the final records once, deltas coalesced, for the saved notebook: about the text again
     assert watch["finalBytes"] <= 1.7 * text_chars, (watch["finalBytes"], text_chars)
@@ -109,6 +112,10 @@ def test_a_100000_delta_stream_reaches_the_page_in_few_messages_about_the_size_o
         }""",
         arg=box,
     )
+    # the block-end's JSON says what was left out of it
+    seg.locator(".cs-bar").click()
+    last_line = (timeline.locator(".cs-json").text_content() or "").splitlines()[-1]
+    assert last_line.endswith(f"(the block's text: {text_chars - 2_000:,} more chars, drawn from its deltas)")
     seg.locator(".cs-show-earlier").click()  # the text before the window, one window at a time
     lab.page.wait_for_function(
         f"el => Number(el.dataset.hiddenChars) === {hidden - 131_072}", arg=seg.element_handle()

@@ -93,6 +93,7 @@ def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
 
 
 _RUN_TAG = {"t": "T", "r": "R"}
+_DELTA_TAGS = frozenset(("t", "r", "c"))
 _DELTA_TAG = {"T": "t", "R": "r"}
 _ASTRAL = "\U00010000"  # from here a character is two UTF-16 code units (a JavaScript string's)
 
@@ -174,9 +175,6 @@ def _got_deltas(earlier: list[Record], index: Any) -> bool:
         ):
             return False
     return False
-
-
-_DELTA_TAGS = frozenset(("t", "r", "c"))
 
 
 def expand(records: list[Record]) -> list[Record]:

@@ -44,11 +44,11 @@ coalesced (the same picture, about a third of the bytes), in the binary
 ``_state_records`` trait instead (``_state`` then says ``"recordsInBuffer":
 true``): the page's message decoding parses JSON text but leaves a buffer
 alone. Those records (tens of MB at a million deltas) reach the page first as
-``{"type": "records", "run", "part", "parts"}`` messages of at most 1 MiB each (buffers[0]),
-which the page joins into its own ``_state_records`` (what a saved notebook keeps); the
-trait's sync, one message the page would receive in one long task, is left out (a page
-asking for the whole state still gets it). A page that saw the run's end live parses
-neither again.
+``{"type": "records", "run", "part", "parts", "at", "size"}`` messages of at most 1 MiB
+each (buffers[0]: the bytes from ``at`` of ``size``), which the page copies into its own
+``_state_records`` (what a saved notebook keeps); the trait's sync, one message the page
+would receive in one long task, is left out (a page asking for the whole state still gets
+it). A page that saw the run's end live parses neither again.
 """
 
 from __future__ import annotations
@@ -465,8 +465,17 @@ class Timeline(StaticCopyWidget):
         view = memoryview(records)
         parts = max(1, -(-len(records) // _RECORDS_PIECE))
         for part in range(parts):
-            piece = view[part * _RECORDS_PIECE : (part + 1) * _RECORDS_PIECE]
-            self.send({"type": "records", "run": self._run, "part": part, "parts": parts}, buffers=[piece])
+            at = part * _RECORDS_PIECE
+            piece = view[at : at + _RECORDS_PIECE]
+            msg = {
+                "type": "records",
+                "run": self._run,
+                "part": part,
+                "parts": parts,
+                "at": at,
+                "size": len(records),
+            }
+            self.send(msg, buffers=[piece])
         self._records_in_pieces = True
 
     def send_state(self, key: str | Iterable[str] | None = None) -> None:

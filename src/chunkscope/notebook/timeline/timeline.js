@@ -656,25 +656,22 @@ class Store {
   }
 
   /** A piece of a long stream's final records; once all are here, they become `_state_records`
-   * (joined, never parsed here: a saved notebook keeps them, `loadState` reads them if it must). */
+   * (never parsed here: a saved notebook keeps them, `loadState` reads them if it must). Each
+   * piece is copied in place as it arrives, so the last one costs no more than the others. */
   receivePiece(msg, buffers) {
     const buffer = buffers && buffers[0];
     if (!buffer || !(msg.parts > 0) || !(msg.part >= 0 && msg.part < msg.parts)) return;
+    if (!(msg.size >= 0 && msg.at >= 0 && msg.at + buffer.byteLength <= msg.size)) return;
     let pieces = this.pieces;
-    if (!pieces || pieces.run !== msg.run || pieces.got.length !== msg.parts) {
-      pieces = this.pieces = { run: msg.run, got: new Array(msg.parts), count: 0 };
+    if (!pieces || pieces.run !== msg.run || pieces.got.length !== msg.parts || pieces.all.length !== msg.size) {
+      pieces = this.pieces = { run: msg.run, got: new Array(msg.parts).fill(false), count: 0, all: new Uint8Array(msg.size) };
     }
+    pieces.all.set(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength), msg.at);
     if (!pieces.got[msg.part]) pieces.count++;
-    pieces.got[msg.part] = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    pieces.got[msg.part] = true;
     if (pieces.count < pieces.got.length) return;
     this.pieces = null;
-    const all = new Uint8Array(pieces.got.reduce((sum, piece) => sum + piece.byteLength, 0));
-    let at = 0;
-    for (const piece of pieces.got) {
-      all.set(piece, at);
-      at += piece.byteLength;
-    }
-    this.model.set("_state_records", new DataView(all.buffer));
+    this.model.set("_state_records", new DataView(pieces.all.buffer));
   }
 
   askResync() {
