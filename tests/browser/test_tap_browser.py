@@ -88,3 +88,73 @@ def test_the_tap_table_grows_and_a_clicked_row_opens_the_calls_live_timeline(lab
 
     shot = lab.screenshot("tap-table.png", table)
     docs_screenshot(shot, "tap-table.png")
+
+
+MANY_SETUP = """\
+import threading
+import httpx
+import chunkscope as cs
+%load_ext chunkscope
+
+provider = cs.LocalProvider().start()
+tap = cs.Tap(upstream=provider.url).start()
+tap
+"""
+
+MANY_CALLS = """\
+def post_many(k):
+    body = {"model": "text", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client() as client:
+        for _ in range(k):
+            with client.stream("POST", f"{tap.base_url}/v1/chat/completions", json=body,
+                               headers={"authorization": "Bearer sk-local"}) as r:
+                for _ in r.iter_raw():
+                    pass
+threads = [threading.Thread(target=post_many, args=(150,)) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+# what reaches the page for the table (its state pushes, the output's static copy), its long tasks
+WATCH_TABLE = """() => {
+    const w = window.__cs_table = {pushes: [], copies: 0, largest: 0, longtasks: []};
+    new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) w.longtasks.push(e.duration);
+    }).observe({type: 'longtask'});
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    kernel.anyMessage.connect((_, args) => {
+        const m = args.msg;
+        const type = m.header.msg_type;
+        if (args.direction !== 'recv' || (type !== 'comm_msg' && type !== 'update_display_data')) return;
+        w.largest = Math.max(w.largest, JSON.stringify(m.content).length);
+        if (type === 'update_display_data') w.copies += 1;
+        else w.pushes.push(performance.now());
+    });
+}"""
+
+
+def test_six_hundred_calls_reach_the_tap_table_in_bounded_pushes_and_it_keeps_the_last_200(lab: Lab) -> None:
+    lab.write_notebook("tap-many.ipynb", [MANY_SETUP, MANY_CALLS])
+    lab.open("tap-many.ipynb")
+    lab.page.evaluate(WATCH_TABLE)
+    lab.run_all()
+    table = lab.page.locator(".jp-CodeCell").nth(0).locator(".cs-tap-table").first
+    lab.page.wait_for_function(
+        """el => {
+            const rows = el.querySelectorAll('tbody tr');
+            return rows.length && rows[rows.length - 1].dataset.callId === '600'
+                && !rows[rows.length - 1].className;
+        }""",
+        arg=table.element_handle(),
+        timeout=30_000,
+    )
+    lab.page.wait_for_timeout(500)  # the last static copy
+    ids = table.locator("tbody tr").evaluate_all("rows => rows.map(r => Number(r.dataset.callId))")
+    assert ids == list(range(401, 601))  # the last 200 calls, however many the tap saw
+    w = lab.page.evaluate("() => window.__cs_table")
+    seconds = (w["pushes"][-1] - w["pushes"][0]) / 1000
+    # a push at most every 0.1 s (never one a call), a static copy at most every second
+    assert len(w["pushes"]) <= 12 * seconds + 5 and len(w["pushes"]) < 600 / 4, (len(w["pushes"]), seconds)
+    assert w["copies"] <= seconds + 3, (w["copies"], seconds)
+    assert w["largest"] < 64_000, w["largest"]  # 200 rows at most, not every call
+    assert max(w["longtasks"], default=0) <= 100, w["longtasks"]

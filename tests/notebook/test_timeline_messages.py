@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from nb_helpers import (
 from chunkscope.notebook import FRAME_INTERVAL, Timeline
 from chunkscope.notebook._base import StaticCopyWidget
 from chunkscope.notebook.timeline import _widget as widget_module
-from chunkscope.notebook.timeline._records import decode_record
+from chunkscope.notebook.timeline._records import decode_record, expand
 from chunkscope.notebook.timeline._view import derive
 from chunkscope.protocol import collect
 from chunkscope.protocol._chunks import chunk_to_dict
@@ -98,6 +99,32 @@ async def test_a_burst_of_chunks_goes_out_in_a_constant_number_of_messages(clock
     # the start batch and one end batch (then the final records, in one piece: see below)
     assert [m["type"] for m in captured.messages] == ["batch", "batch", "records"]
     assert len(captured.messages[1]["r"]) == 10_004
+
+
+async def test_a_long_block_end_reaches_the_page_cut_when_its_deltas_drew_the_block(
+    clock: FakeClock, tmp_path: Path
+) -> None:
+    # a million-delta answer's block-end holds all its text (megabytes the page parsed in one task)
+    words = [f"w{i} " for i in range(1_000)]
+    text = "".join(words)
+    chunks = [
+        start(0, "text"),
+        *[delta(0, w) for w in words],
+        end(0, type="text", text=text),
+        start(1, "text"),
+        end(1, type="text", text=text),  # no deltas: the page draws this block from its block-end
+    ]
+    timeline, captured = timeline_with_capture(clock)
+    await timeline.consume(stream_of(chunks))
+    wire = [r for m in captured.batches for r in m["wire"]]
+    cut, whole = (r for r in wire if r[1] == "x" and r[2]["type"] == "block-end")
+    assert cut[2]["block"]["text"] == text[:2_000] and cut[3] == len(text) - 2_000
+    assert len(whole) == 3 and whole[2]["block"]["text"] == text
+    # the same picture on the page; the kernel's state and static copy keep the whole chunk
+    page = derive({"records": expand(wire), "status": "done"})
+    assert [seg.text for seg in page.segments] == [text, text]
+    assert timeline.state()["records"][1_001][2]["block"]["text"] == text
+    assert text in timeline.to_html(tmp_path / "timeline.html").read_text("utf-8")
 
 
 async def test_a_burst_of_deltas_travels_as_one_record_per_block_with_its_exact_text(

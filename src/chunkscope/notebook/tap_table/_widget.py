@@ -5,8 +5,12 @@ and pushes the rows (``TapCall.row()``: wire, model, status, time to first
 token, duration, chunks, usage, violations, error code) to the synced
 ``_state`` trait as JSON whenever they changed, so calls appear and finish
 in place while they stream. ``close()`` stops the thread. The displayed
-output's ``text/html`` is an escaped static table, refreshed when the rows
-change, so a saved notebook shows the calls without JavaScript.
+output's ``text/html`` is an escaped static table, refreshed once the rows hold
+still (at most every second while they change), so a saved notebook shows the
+calls without JavaScript. What reaches the page is bounded by the interval and
+``last``, never by the number of calls: at most ten state pushes of at most
+``last`` rows a second and one static copy; the page rewrites only the rows
+that changed.
 
 Clicking a row sends ``{"type": "open", "id": n}``; the widget answers by
 showing that call's ``Timeline`` in ``detail`` (an ``Output`` displayed
@@ -35,6 +39,7 @@ from ..timeline._widget import Timeline
 __all__ = ["TapTable", "display_tap", "call_timeline"]
 
 _HERE = Path(__file__).parent
+_STATIC_COPY_EVERY = 1.0  # seconds between two replacements of the static copy while rows change
 
 COLUMNS = (
     ("id", "#"),
@@ -150,10 +155,20 @@ class TapTable(StaticCopyWidget):
         return True
 
     def _follow(self) -> None:
+        copied_at = -float("inf")
+        stale = False  # the static copy is behind the rows
         while not self._stop.wait(self._interval):
             try:
-                if self._push():
+                changed = self._push()
+                stale = stale or changed
+                now = time.monotonic()
+                # The static copy (for a saved notebook) is replaced once the rows hold still, and
+                # while calls keep coming at most every _STATIC_COPY_EVERY: a replaced output is
+                # drawn again by the page, a second table to build each push.
+                if stale and (not changed or now - copied_at >= _STATIC_COPY_EVERY):
                     self._update_display()
+                    copied_at = now
+                    stale = False
             except Exception:  # a display hiccup must not end the table's updates
                 continue
 

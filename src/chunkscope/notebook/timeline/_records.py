@@ -35,6 +35,13 @@ per frame, still with every delta's exact text and arrival time, so a chunk
 number and the replay slider keep their meaning. ``expand`` undoes it (what
 ``timeline.js`` reads back).
 
+On the wire to the page a block-end whose block got deltas may also come shortened
+(``page_block_end``): ``[t, "x", chunk_json, cut]``, each string of its block longer than
+``BLOCK_END_CHARS`` cut to its first ones and ``cut`` the characters left out. The page
+draws such a block from its deltas, never from the block-end (whose text, at a million
+deltas, is megabytes the page would receive and parse in one long task); its JSON panel
+shows the cut. ``Timeline.state()`` and ``to_html`` keep the whole record.
+
 A violation travels as ``[position, rule, severity, message]`` (``position``
 null = end of stream).
 
@@ -52,6 +59,8 @@ from chunkscope.protocol import AnyChunk, ReasoningDelta, TextDelta, ToolCallDel
 __all__ = [
     "Record",
     "coalesce",
+    "page_block_end",
+    "BLOCK_END_CHARS",
     "expand",
     "encode_chunk",
     "encode_raw",
@@ -84,6 +93,7 @@ def encode_chunk(chunk: AnyChunk, t_ms: float) -> Record:
 
 
 _RUN_TAG = {"t": "T", "r": "R"}
+_DELTA_TAGS = frozenset(("t", "r", "c"))
 _DELTA_TAG = {"T": "t", "R": "r"}
 _ASTRAL = "\U00010000"  # from here a character is two UTF-16 code units (a JavaScript string's)
 
@@ -121,6 +131,50 @@ def _run_record(run: list[Record]) -> Record:
     steps = [0] + [b - a for a, b in pairwise(micros)]
     first = run[0]
     return [first[0], _RUN_TAG[first[1]], first[2], text, lengths, steps]
+
+
+BLOCK_END_CHARS = 2_000
+"""Characters of each string of a block-end's block the page gets when the block got deltas."""
+_LOOK_BACK = 64  # records a block-end looks back for a delta of its block (a bounded, O(1) look)
+
+
+def page_block_end(records: list[Record]) -> Record | None:
+    """The page's shortened form of ``records[-1]``, a block-end just added, or None to send it whole.
+
+    Only a block-end whose segment certainly got deltas (one of the last ``_LOOK_BACK`` records is
+    a delta of its index, with no block-start of that index or agent record after it) is cut: the
+    page draws that segment from the deltas (``_view``'s rule), so the picture stays the same.
+    """
+    record = records[-1]
+    chunk = record[2]
+    if record[1] != "x" or not isinstance(chunk, dict) or chunk.get("type") != "block-end":
+        return None
+    block = chunk.get("block")
+    if not isinstance(block, dict) or not any(_too_long(v) for v in block.values()):
+        return None
+    if not _got_deltas(records[-_LOOK_BACK - 1 : -1], chunk.get("index")):
+        return None
+    cut = sum(len(v) - BLOCK_END_CHARS for v in block.values() if _too_long(v))
+    short = {key: v[:BLOCK_END_CHARS] if _too_long(v) else v for key, v in block.items()}
+    return [record[0], "x", {**chunk, "block": short}, cut]
+
+
+def _too_long(value: Any) -> bool:
+    return isinstance(value, str) and len(value) > BLOCK_END_CHARS
+
+
+def _got_deltas(earlier: list[Record], index: Any) -> bool:
+    """True when the latest of ``earlier`` that is a delta of block ``index``, a block-start of it or
+    an agent record (block indexes start afresh) is the delta."""
+    for record in reversed(earlier):
+        tag = record[1]
+        if tag in _DELTA_TAGS and record[2] == index:
+            return True
+        if tag == "a" or (
+            tag == "x" and record[2].get("type") == "block-start" and record[2].get("index") == index
+        ):
+            return False
+    return False
 
 
 def expand(records: list[Record]) -> list[Record]:

@@ -27,7 +27,8 @@ are the stream positions of the batch's first record / violation, so a front
 end applies exactly what it lacks and drops what it has. ``end`` (on the last
 batch) carries ``status`` ("done" | "error"), ``totalMs`` and ``error``.
 
-Browser → Python: ``{"type": "resync", "from": n, "run": r}`` when the front
+Browser → Python: ``{"type": "axis", "axis": "time" | "chunk"}`` from the axis switch
+(sets ``axis``), and ``{"type": "resync", "from": n, "run": r}`` when the front
 end sees ``seq`` jump past ``n``. The answer is one message
 ``{"type": "resync", "run", "seq" (the last batch sent), "c0", "v0", "v", "end"?}`` (records in its buffer)
 holding everything sent from batch ``n`` on (the widget keeps every batch
@@ -43,11 +44,11 @@ coalesced (the same picture, about a third of the bytes), in the binary
 ``_state_records`` trait instead (``_state`` then says ``"recordsInBuffer":
 true``): the page's message decoding parses JSON text but leaves a buffer
 alone. Those records (tens of MB at a million deltas) reach the page first as
-``{"type": "records", "run", "part", "parts"}`` messages of at most 1 MiB each (buffers[0]),
-which the page joins into its own ``_state_records`` (what a saved notebook keeps); the
-trait's sync, one message the page would receive in one long task, is left out (a page
-asking for the whole state still gets it). A page that saw the run's end live parses
-neither again.
+``{"type": "records", "run", "part", "parts", "at", "size"}`` messages of at most 1 MiB
+each (buffers[0]: the bytes from ``at`` of ``size``), which the page copies into its own
+``_state_records`` (what a saved notebook keeps); the trait's sync, one message the page
+would receive in one long task, is left out (a page asking for the whole state still gets
+it). A page that saw the run's end live parses neither again.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ from chunkscope.runtime import (
 
 from .._base import StaticCopyWidget
 from .._files import replayed_streams
-from ._records import Record, coalesce, encode_chunk, encode_raw, encode_violation
+from ._records import Record, coalesce, encode_chunk, encode_raw, encode_violation, page_block_end
 from ._state import error_state
 from ._static_html import TEXT_WINDOW, render_fragment, render_page
 from ._view import STATE_VERSION, derive
@@ -160,6 +161,7 @@ class Timeline(StaticCopyWidget):
         self._interval = interval
         self._run = 0
         self._records: list[Record] = []
+        self._short_block_ends: dict[int, Record] = {}  # position -> the page's form (page_block_end)
         self._violations: list[list[Any]] = []
         self._batches: list[tuple[int, int]] = []  # (c0, v0) of every batch sent, by seq
         self._sent_records = 0
@@ -323,6 +325,7 @@ class Timeline(StaticCopyWidget):
         self._cancel_timer()
         self._run += 1
         self._records = []
+        self._short_block_ends = {}
         self._violations = []
         self._batches = []
         self._sent_records = self._sent_violations = 0
@@ -339,6 +342,10 @@ class Timeline(StaticCopyWidget):
 
     def _add(self, record: Record, found: Sequence[Violation], now: float) -> None:
         self._records.append(record)
+        if record[1] == "x":
+            short = page_block_end(self._records)
+            if short is not None:
+                self._short_block_ends[len(self._records) - 1] = short
         if found:
             self._add_violations(found)
         if now - self._last_flush >= self._interval and not self._kernel_still_sending():
@@ -387,7 +394,6 @@ class Timeline(StaticCopyWidget):
         self, now: float, upto: int, *, start: bool = False, end: dict[str, Any] | None = None
     ) -> None:
         c0, v0 = self._sent_records, self._sent_violations
-        records = self._records[c0:upto]
         violations = self._violations[v0:] if upto == len(self._records) else []
         msg: dict[str, Any] = {
             "type": "batch",
@@ -402,10 +408,10 @@ class Timeline(StaticCopyWidget):
         if end is not None:
             msg["end"] = end
         self._batches.append((c0, v0))
-        self._sent_records += len(records)
+        self._sent_records = upto
         self._sent_violations += len(violations)
         self._last_flush = now
-        self._send_records(msg, records)
+        self._send_records(msg, c0, upto)
 
     def _finish(self, total_s: float, error: LlmError | None, result: StreamResult | None) -> None:
         self._end_run(total_s, error)
@@ -444,7 +450,7 @@ class Timeline(StaticCopyWidget):
             # The deltas coalesced, as batches carry them (the same picture, a third of the bytes), in
             # a binary buffer: the page's message decoding leaves a buffer alone, where it would parse
             # tens of megabytes of JSON text in one task (a page frozen for half a second).
-            records = _records_buffer(coalesce(saved["records"]))
+            records = _records_buffer(coalesce(self._page_records(0, len(self._records))))
             saved = {**saved, "records": [], "recordsInBuffer": True}
             self._send_in_pieces(records)
         with self.hold_sync():
@@ -459,8 +465,17 @@ class Timeline(StaticCopyWidget):
         view = memoryview(records)
         parts = max(1, -(-len(records) // _RECORDS_PIECE))
         for part in range(parts):
-            piece = view[part * _RECORDS_PIECE : (part + 1) * _RECORDS_PIECE]
-            self.send({"type": "records", "run": self._run, "part": part, "parts": parts}, buffers=[piece])
+            at = part * _RECORDS_PIECE
+            piece = view[at : at + _RECORDS_PIECE]
+            msg = {
+                "type": "records",
+                "run": self._run,
+                "part": part,
+                "parts": parts,
+                "at": at,
+                "size": len(records),
+            }
+            self.send(msg, buffers=[piece])
         self._records_in_pieces = True
 
     def send_state(self, key: str | Iterable[str] | None = None) -> None:
@@ -490,8 +505,12 @@ class Timeline(StaticCopyWidget):
     # --- the front end asking for what it missed ----------------------------------
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "resync":
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "resync":
             self._resync(content.get("from"), content.get("run"))
+        elif content.get("type") == "axis" and content.get("axis") in ("time", "chunk"):
+            self.axis = content["axis"]  # the page's switch (a message: see timeline.js)
 
     def _resync(self, start: Any, run: Any) -> None:
         seq = start if isinstance(start, int) and run == self._run else 0
@@ -510,7 +529,7 @@ class Timeline(StaticCopyWidget):
         }
         if self._end is not None:
             msg["end"] = self._end
-        self._send_records(msg, self._records[c0 : self._sent_records])
+        self._send_records(msg, c0, self._sent_records)
 
     def _kernel_still_sending(self) -> bool:
         """True while the kernel's IOPub thread still holds messages to send (a busy kernel).
@@ -529,8 +548,16 @@ class Timeline(StaticCopyWidget):
         except AttributeError:
             return False
 
-    def _send_records(self, msg: dict[str, Any], records: list[Record]) -> None:
-        self.send(msg, buffers=[_records_buffer(coalesce(records))])
+    def _send_records(self, msg: dict[str, Any], c0: int, c1: int) -> None:
+        self.send(msg, buffers=[_records_buffer(coalesce(self._page_records(c0, c1)))])
+
+    def _page_records(self, c0: int, c1: int) -> list[Record]:
+        """Records ``c0`` to ``c1`` as the page gets them: long block-ends it draws from deltas cut."""
+        records = self._records[c0:c1]
+        for at, short in self._short_block_ends.items():
+            if c0 <= at < c1:
+                records[at - c0] = short
+        return records
 
     # --- static renderings --------------------------------------------------------
 

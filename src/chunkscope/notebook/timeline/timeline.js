@@ -118,12 +118,15 @@ function axisTicks(extent, axis) {
   return ticks;
 }
 
+// one formatter for every count drawn (toLocaleString builds one a call: ms a frame at 60 frames/s)
+const NUMBER = new Intl.NumberFormat("en-US");
+
 function count(value) {
-  return typeof value === "number" ? value.toLocaleString("en-US") : String(value);
+  return typeof value === "number" ? NUMBER.format(value) : String(value);
 }
 
 function plural(n, word) {
-  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+  return `${NUMBER.format(n)} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function usageText(u) {
@@ -395,7 +398,9 @@ export function derive(state, upto = null) {
 // --- a segment's text on the page ---------------------------------------------------------
 
 const SEAL_AT = 4096; // a text block this long is sealed at its next line break…
-const SEAL_HARD = 32768; // …or, with no line break, at a space once it is this long
+// …or, with no line break, at a space once it is this long: the growing block is laid out again
+// each frame (32,768 chars took 20-60 ms a frame at a million deltas; 8,192 a quarter of it)
+const SEAL_HARD = 8192;
 
 /**
  * A segment's text as a run of blocks. Appending a text node to one huge block makes the
@@ -455,6 +460,11 @@ class TextSink {
       this.shown -= length;
       this.hidden += length;
     }
+    // All but the last two blocks (over 4,096 chars each: more than the box shows) are laid out
+    // only when scrolled into sight; a backlog that fills the window at once costs what shows.
+    for (let i = this.blocks.length - 3; i >= 0 && !this.blocks[i][0].classList.contains("cs-far"); i--) {
+      this.blocks[i][0].classList.add("cs-far");
+    }
   }
 
   /** Put up to TEXT_WINDOW more of the hidden text (`text` is all text so far) back in front. */
@@ -463,7 +473,7 @@ class TextSink {
     let from = Math.max(0, this.hidden - TEXT_WINDOW);
     if (from > 0 && isLowSurrogate(text.charCodeAt(from))) from--;
     const piece = text.slice(from, this.hidden);
-    const block = h("span", "cs-text-block", piece);
+    const block = h("span", "cs-text-block cs-far", piece);
     this.el.prepend(block);
     this.blocks.unshift([block, piece.length]);
     this.shown += piece.length;
@@ -646,25 +656,22 @@ class Store {
   }
 
   /** A piece of a long stream's final records; once all are here, they become `_state_records`
-   * (joined, never parsed here: a saved notebook keeps them, `loadState` reads them if it must). */
+   * (never parsed here: a saved notebook keeps them, `loadState` reads them if it must). Each
+   * piece is copied in place as it arrives, so the last one costs no more than the others. */
   receivePiece(msg, buffers) {
     const buffer = buffers && buffers[0];
     if (!buffer || !(msg.parts > 0) || !(msg.part >= 0 && msg.part < msg.parts)) return;
+    if (!(msg.size >= 0 && msg.at >= 0 && msg.at + buffer.byteLength <= msg.size)) return;
     let pieces = this.pieces;
-    if (!pieces || pieces.run !== msg.run || pieces.got.length !== msg.parts) {
-      pieces = this.pieces = { run: msg.run, got: new Array(msg.parts), count: 0 };
+    if (!pieces || pieces.run !== msg.run || pieces.got.length !== msg.parts || pieces.all.length !== msg.size) {
+      pieces = this.pieces = { run: msg.run, got: new Array(msg.parts).fill(false), count: 0, all: new Uint8Array(msg.size) };
     }
+    pieces.all.set(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength), msg.at);
     if (!pieces.got[msg.part]) pieces.count++;
-    pieces.got[msg.part] = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    pieces.got[msg.part] = true;
     if (pieces.count < pieces.got.length) return;
     this.pieces = null;
-    const all = new Uint8Array(pieces.got.reduce((sum, piece) => sum + piece.byteLength, 0));
-    let at = 0;
-    for (const piece of pieces.got) {
-      all.set(piece, at);
-      at += piece.byteLength;
-    }
-    this.model.set("_state_records", new DataView(all.buffer));
+    this.model.set("_state_records", new DataView(pieces.all.buffer));
   }
 
   askResync() {
@@ -739,6 +746,11 @@ class View {
     this.frame = 0;
     this.scrubTo = null; // null = follow the stream
     this.selected = null;
+    // A text box follows its text to the end once it has a size too: a view drawn before the page
+    // showed it (a re-rendered output) set scrollTop on a box with no layout, which stays at 0.
+    this.follow = new ResizeObserver((entries) => {
+      for (const { target } of entries) if (target.csSeg && !target.csSeg.scrolledUp) target.scrollTop = 1e9;
+    });
     this.build(el);
     this.resetPicture();
     this.onAxis = () => this.relayout(true);
@@ -751,6 +763,7 @@ class View {
 
   dispose() {
     if (this.frame) cancelAnimationFrame(this.frame);
+    this.follow.disconnect();
     this.store.views.delete(this);
     this.model.off("change:axis", this.onAxis);
     this.model.off("change:title", this.onTitle);
@@ -790,8 +803,16 @@ class View {
     this.toggleChunk.dataset.axis = "chunk";
     toggle.append(this.toggleTime, this.toggleChunk);
     toggle.addEventListener("click", () => {
-      this.model.set("axis", this.axis() === "time" ? "chunk" : "time");
-      this.model.save_changes();
+      const axis = this.axis() === "time" ? "chunk" : "time";
+      this.model.set("axis", axis);
+      // A message, not save_changes(): that would send every attribute the page set, the
+      // `_state_records` it joined (tens of MB, over the server's 10 MiB limit: the
+      // connection drops) too. The kernel sets `axis`, which reaches every view.
+      try {
+        this.model.send({ type: "axis", axis });
+      } catch (err) {
+        // no kernel (a reopened notebook): the switch still works on the page
+      }
       this.relayout(true);
     });
     head.append(toggle);
@@ -1064,6 +1085,8 @@ class View {
       });
       node.append(row, earlier, text);
       node.csSeg = seg;
+      text.csSeg = seg;
+      this.follow.observe(text);
       seg.dom = { node, bar, cap, text, earlier, sink: new TextSink(sink) };
       if (seg.anchor && seg.anchor.parentNode) seg.anchor.replaceWith(node);
       else this.lanes.append(node);
@@ -1281,7 +1304,10 @@ class View {
 
   chunkLine(n) {
     const rec = this.store.recordAt(n);
-    return `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
+    const line = `#${n} +${formatMs(Number(rec[0]))} ${JSON.stringify(decodeRecord(rec))}`;
+    // a block-end drawn from its deltas comes with its block's long strings cut (see _records.py)
+    const cut = rec[1] === "x" && rec.length > 3 ? Number(rec[3]) : 0;
+    return cut > 0 ? `${line} (the block's text: ${count(cut)} more chars, drawn from its deltas)` : line;
   }
 
   showSegment(seg, el) {
