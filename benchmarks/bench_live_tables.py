@@ -22,16 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the browser tests' JupyterLab harness
-
-from conftest import CHROMIUM, CHROMIUM_ARGS, Lab, _start_server, _stop_server  # noqa: E402
+from _lab_browser import Lab, lab_and_browser
 
 TAP_SETUP = """\
 import json, threading, time
@@ -185,30 +180,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a case may take")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
     results = []
-    with tempfile.TemporaryDirectory(prefix="bench-tables-") as tmp:
-        base = Path(tmp)
-        (base / "artifacts").mkdir()
-        server = _start_server(base / "lab", base / "artifacts")
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=CHROMIUM,
-                    headless=True,
-                    args=[*CHROMIUM_ARGS, "--enable-precise-memory-info"],
-                )
-                try:
-                    for kind in args.kinds.split(","):
-                        n = args.calls if kind == "tap" else args.rows
-                        result = run_case(browser, server, base / "artifacts", kind, n, args.timeout)
-                        results.append(result)
-                        print(json.dumps(result), flush=True)
-                finally:
-                    browser.close()
-        finally:
-            _stop_server(server)
+    with lab_and_browser("bench-tables-") as (browser, server, artifacts):
+        for kind in args.kinds.split(","):
+            n = args.calls if kind == "tap" else args.rows
+            result = run_case(browser, server, artifacts, kind, n, args.timeout)
+            results.append(result)
+            print(json.dumps(result), flush=True)
 
     print()
     print(

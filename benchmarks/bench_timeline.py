@@ -32,16 +32,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the browser tests' JupyterLab harness
-
-from conftest import CHROMIUM, CHROMIUM_ARGS, Lab, _start_server, _stop_server  # noqa: E402
+from _lab_browser import Lab, lab_and_browser
 
 SETUP = """\
 import asyncio, json, sys, time
@@ -304,34 +299,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    from playwright.sync_api import sync_playwright
-
     results = []
-    with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
-        base = Path(tmp)
-        (base / "artifacts").mkdir()
-        server = _start_server(base / "lab", base / "artifacts")
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=CHROMIUM,
-                    headless=True,
-                    args=[*CHROMIUM_ARGS, "--enable-precise-memory-info"],
-                )
-                try:
-                    for n in sizes:
-                        for kind in args.kinds.split(","):
-                            started = time.monotonic()
-                            result = run_case(
-                                browser, server, base / "artifacts", kind, n, args.timeout, args.trace
-                            )
-                            result["case_s"] = time.monotonic() - started
-                            results.append(result)
-                            print(json.dumps(result), flush=True)
-                finally:
-                    browser.close()
-        finally:
-            _stop_server(server)
+    with lab_and_browser("bench-timeline-") as (browser, server, artifacts):
+        for n in sizes:
+            for kind in args.kinds.split(","):
+                started = time.monotonic()
+                result = run_case(browser, server, artifacts, kind, n, args.timeout, args.trace)
+                result["case_s"] = time.monotonic() - started
+                results.append(result)
+                print(json.dumps(result), flush=True)
 
     print()
     print(
