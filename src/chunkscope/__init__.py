@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
             "StreamInspector",
             "collect",
             "StreamResult",
+            "fan_out",
         ],
         ".protocol",
     ),
@@ -299,6 +300,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .protocol import chunk_to_dict as chunk_to_dict
     from .protocol import collect as collect
     from .protocol import error_chain as error_chain
+    from .protocol import fan_out as fan_out
     from .protocol import parse_chunk as parse_chunk
     from .protocol import validated as validated
     from .provider import SCENARIOS as SCENARIOS

@@ -560,3 +560,58 @@ def test_replaying_a_big_frame_keeps_memory_flat() -> None:
     assert emitted == rows + 50 + 1
     # measured: ~38 MiB; every row as a dict at once (the naive replay) peaks at ~140 MiB
     assert peak < 80 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+# --- cs.fan_out: one log= for a Parquet-backed log and live spans ----------------------------
+
+
+async def test_fan_out_gives_a_parquet_log_and_live_spans_the_same_attempts(
+    otel: Telemetry, tmp_path: Path
+) -> None:
+    """The agent loop into ``fan_out(UsageLog(path=...), otel_sink())``: the dataset on disk has a
+    row per attempt, the trace has its run, steps, tool and chat spans, and each row's call id is
+    its span's."""
+    log = UsageLog(path=str(tmp_path / "usage"))
+    sink = cs.fan_out(log, otel.sink())
+    result = await cs.AgentLoop(TwoSteps(), [add], log=sink).run("1+2?", model="m").finish()
+    sink.close()
+    assert result.ok and len(result.steps) == 2
+    spans = otel.spans()
+    assert len([s for s in spans if s.name == "invoke_agent"]) == 1
+    assert len([s for s in spans if s.name.startswith("execute_tool")]) == 1
+    chats = chat_spans(spans)
+    on_disk = cs.read_parquet(str(tmp_path / "usage"))
+    assert len(on_disk) == len(log.to_frame()) == len(chats) == 2
+    assert sorted(on_disk["call_id"]) == sorted((c.attributes or {})["chunkscope.call_id"] for c in chats)
+    assert sorted(on_disk["input_tokens"]) == [10, 20]
+    assert repr(sink) == "FanOut(UsageLog, OtelSink)"
+
+
+class _BrokenSink:
+    def record(self, result: Any, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+
+async def test_a_failing_sink_keeps_no_attempt_from_the_others_and_its_error_is_raised(
+    otel: Telemetry,
+) -> None:
+    log = UsageLog()
+    with pytest.raises(OSError, match="disk full"):
+        await collect(text_chunks(), log=cs.fan_out(_BrokenSink(), log, otel.sink()), provider="p", model="m")
+    assert len(log.to_frame()) == 1 and len(otel.spans()) == 1
+
+
+async def test_a_batch_through_fan_out_shows_its_progress_on_the_log(otel: Telemetry) -> None:
+    log = UsageLog()
+    seen: list[tuple[int, int] | None] = []
+    log.subscribe(lambda changed: seen.append(changed.progress))
+    options = [GenerateOptions("scripted", "m", [{"role": "user", "content": str(n)}]) for n in range(3)]
+    await cs.batch(ScriptedAdapter(text_chunks()), options, concurrency=2, log=cs.fan_out(otel.sink(), log))
+    assert (3, 3) in seen and len(log.to_frame()) == 3 and len(chat_spans(otel.spans())) == 3
+
+
+def test_fan_out_takes_only_usage_sinks() -> None:
+    with pytest.raises(TypeError, match="at least one usage sink"):
+        cs.fan_out()
+    with pytest.raises(TypeError, match="not str"):
+        cs.fan_out(UsageLog(), "usage.parquet")  # type: ignore[arg-type]

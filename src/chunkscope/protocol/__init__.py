@@ -44,6 +44,7 @@ from ._chunks import (
     parse_chunk,
 )
 from ._errors import ERROR_CODES, ErrorCode, LlmError, error_chain
+from ._fan_out import FanOut, fan_out
 from ._messages import Message, Role, parse_message
 from ._validate import ValidatedStream, check, validated
 from ._violations import PROFILES, RULES, USAGE_RULES, Profile, Rule, Severity, Violation
@@ -107,6 +108,8 @@ __all__ = [
     "StreamResult",
     "Timings",
     "collect",
-    # where finished streams are reported (_assembly)
+    # where finished streams are reported (_assembly, _fan_out)
     "UsageSink",
+    "FanOut",
+    "fan_out",
 ]
