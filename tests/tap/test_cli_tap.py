@@ -219,3 +219,39 @@ def test_the_limits_are_flags(provider: cs.LocalProvider) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+_RETRY_AFTER_STOP = """
+import logging, resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+logging.basicConfig(stream=sys.stderr, format="%(message)s")
+from chunkscope.tap import Tap
+tap = Tap(upstream="http://127.0.0.1:9", max_connections=1000).start()
+clients = []
+try:
+    for _ in range(100):
+        clients.append(socket.create_connection(tap._bound, timeout=5))
+except OSError:
+    pass  # this process's own descriptors ran out too
+time.sleep(0.3)  # the tap's accept() failed meanwhile: asyncio retries it in a second
+for client in clients:
+    client.close()
+loop = tap._loop
+loop.call_soon_threadsafe(lambda: loop.run_in_executor(None, time.sleep, 1.5))  # the loop outlives the retry
+time.sleep(0.1)
+tap.stop()
+print("stopped")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file limit")
+def test_an_accept_retry_due_after_the_tap_stopped_says_nothing() -> None:
+    """asyncio re-arms a failed accept a second later, also when the tap closed its socket in
+    between; stopping then is quiet, not a traceback about file descriptor -1."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", _RETRY_AFTER_STOP], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "stopped"
+    assert "cannot accept connections" in done.stderr  # the retry was armed
+    assert "Traceback" not in done.stderr and "file descriptor" not in done.stderr, done.stderr

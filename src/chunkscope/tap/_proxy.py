@@ -835,6 +835,7 @@ class Tap:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self._listening: socket.socket | None = None  # the socket served (closed once the tap stops)
         self._clients: set[_Client] = set()
         self._connect_host = self.upstream.host
         self._connect_port = self.upstream.port or (443 if self.upstream.scheme == "https" else 80)
@@ -1126,6 +1127,7 @@ class Tap:
     async def _serve(self, sock: socket.socket, ready: threading.Event) -> None:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._loop_exception)
+        self._listening = sock
         self._stopping = asyncio.Event()
         server = await loop.create_server(lambda: _Client(self), sock=sock, backlog=2048)
         self._loop = loop
@@ -1143,13 +1145,17 @@ class Tap:
         """asyncio reports each failed ``accept`` with a traceback (out of descriptors: one a
         connection, ~40 MB in 12 s); the tap says it in one line a minute, everything else as asyncio."""
         message = str(context.get("message", ""))
+        exc = context.get("exception")
+        if isinstance(exc, ValueError) and self._listening is not None and self._listening.fileno() == -1:
+            # asyncio retries a failed accept a second later, also after the tap closed its socket
+            # (fileno -1) meanwhile: nothing is left to resume, and nothing to say
+            return
         if not message.startswith("socket.accept() out of system resource"):
             loop.default_exception_handler(context)
             return
         at = time.monotonic()
         if self._accept_failed_at is None or at - self._accept_failed_at >= _ACCEPT_LOG_EVERY:
             self._accept_failed_at = at
-            exc = context.get("exception")
             _log.warning(
                 "chunkscope tap: cannot accept connections (%s); lower max_connections below the file "
                 "limit (ulimit -n) or raise it. Said once a minute while it lasts.",
