@@ -232,12 +232,16 @@ def test_one_call_of_millions_of_deltas_runs_in_flat_memory_and_is_recorded_whol
                 process.kill()
     text = 2 * _DELTA_COUNT
     warm = samples[1]  # 20 MiB in: the call's share of reads and of chunks are full
-    growth = max(samples[1:]) - warm
+    streaming = max(samples[1:-1]) - warm
+    finished = samples[-1] - warm
     print(f"{got >> 20} MiB, {_DELTA_COUNT} deltas; RSS {[m >> 20 for m in samples]} MiB; {seen}")
     assert got > 19 * BUDGET  # far more than the budget
-    # Flat within the budget: what grows is the output text (kept whole, joined: a copy each in the
-    # translator, the checker and the assembler), not an object per delta (~600 bytes: +1.9 GiB).
-    assert growth < BUDGET + 3 * text + (8 << 20), [m >> 20 for m in samples]
+    # Flat within the budget while it streams: what grows is the output text (kept whole: a copy
+    # each in the translator, the checker and the assembler), not an object per delta (~600 bytes:
+    # +1.9 GiB). Once the user reads the result, its joined text and the printed repr add two more
+    # copies (CI's 3.13 measured +19 MiB there for a 5.5 MiB text).
+    assert streaming < BUDGET + 3 * text + (8 << 20), [m >> 20 for m in samples]
+    assert finished < BUDGET + 5 * text + (16 << 20), [m >> 20 for m in samples]
     # What the user reads is the whole call's: counts, text, usage, finish; and it says it was trimmed.
     count = _DELTA_COUNT + 4  # the block's start and end, the usage and the finish around the deltas
     assert f"chunks={count} ({seen['dropped']} not kept) ok" in seen["repr"]
