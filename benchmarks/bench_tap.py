@@ -83,6 +83,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import h11
 import httpx
@@ -224,7 +225,39 @@ class _CParsingPipe(_Pipe):
             self.forward(whole)
 
 
-_RELAYS: dict[str, type[_Pipe]] = {"bare": _Pipe, "h11": _ParsingPipe, "httptools": _CParsingPipe}
+class _TapReaderPipe(_Pipe):
+    """The same with the tap's own request reader (``chunkscope.tap._framing``: the head by a few
+    compiled patterns, the body by a countdown or a chunked decoder), nothing else of the tap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.request = bytearray()
+        self.body: Any = None
+
+    def data_received(self, data: bytes) -> None:
+        from chunkscope.tap._framing import Body, head_end, request_head  # imported (and frozen) at start
+
+        self.request += data  # one request at a time: the bench's client waits for each answer
+        if self.body is None:
+            end = head_end(self.request)
+            if end < 0:
+                return
+            head = request_head(bytes(self.request[:end]))
+            self.body = Body("chunked") if head.chunked else Body("length", head.length or 0)
+            data = bytes(self.request[end:])
+        if data:
+            self.body.feed(data)
+        if self.body.done:
+            whole, self.request, self.body = bytes(self.request), bytearray(), None
+            self.forward(whole)
+
+
+_RELAYS: dict[str, type[_Pipe]] = {
+    "bare": _Pipe,
+    "h11": _ParsingPipe,
+    "httptools": _CParsingPipe,
+    "tap-reader": _TapReaderPipe,
+}
 
 
 async def _serve_bare_relay(port: int, upstream: int, parse: str = "bare") -> None:
@@ -233,6 +266,12 @@ async def _serve_bare_relay(port: int, upstream: int, parse: str = "bare") -> No
     checks requests before it forwards them, as the tap must)."""
     loop = asyncio.get_running_loop()
     pairing: set[asyncio.Task[None]] = set()
+    if parse == "tap-reader":
+        import gc
+
+        import chunkscope.tap._framing  # noqa: F401 - the package's imports, then frozen as `chunkscope tap` does
+
+        gc.freeze()  # (else each full collection walks them, ~50 ms, in the middle of the streams)
 
     def accepted() -> _Pipe:
         client = _RELAYS[parse]()
@@ -325,12 +364,25 @@ async def _measure(
     return measured
 
 
-def _compare(proxy: str, port: int, up: int, args: argparse.Namespace) -> None:
-    """One proxy against direct, streams alternating between the two; prints both rows and the cost."""
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, every thread) process ``pid`` used so far; None off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _compare(proxy: str, port: int, up: int, args: argparse.Namespace, pid: int) -> None:
+    """One proxy against direct, streams alternating between the two; prints both rows and the cost
+    (with the proxy process's CPU time per stream: what it takes from the client and the upstream
+    on a small machine)."""
     url = "http://127.0.0.1:{}/v1/chat/completions"
+    before = _cpu_seconds(pid)
     measured = asyncio.run(
         _measure({"direct": url.format(up), proxy: url.format(port)}, args.streams, args.events, args.gap)
     )
+    after = _cpu_seconds(pid)
     rows = {
         name: (statistics.median(latencies), _pct(latencies, 0.99), statistics.median(firsts))
         for name, (firsts, latencies) in measured.items()
@@ -341,6 +393,11 @@ def _compare(proxy: str, port: int, up: int, args: argparse.Namespace) -> None:
     print(
         f"  added by {proxy}: event p50 +{(p50 - b50) * 1e6:.0f} µs, "
         f"p99 +{(p99 - b99) * 1e6:.0f} µs, first byte +{(first - bfirst) * 1e6:.0f} µs"
+        + (
+            f"; its CPU {(after - before) / (args.streams + 3) * 1e6:.0f} µs a stream"
+            if before is not None and after is not None
+            else ""
+        )
     )
 
 
@@ -414,11 +471,11 @@ def main() -> None:
         _wait_port(tap)
         print(f"{args.streams} streams x {args.events} events, {args.gap * 1000:g} ms apart, over loopback")
         print(f"{'path':<20}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
-        _compare("chunkscope tap", tap, up, args)
+        _compare("chunkscope tap", tap, up, args, children[1].pid)
         # The floors under any relay written in Python: the same hop with nothing parsed or kept,
         # and with each request read whole before it goes on (what the tap must do at least), by
         # h11 (the tap's parser) and by httptools (a C parser) when it is installed.
-        floors = {"bare asyncio relay": "", "h11 parsing relay": "h11"}
+        floors = {"bare asyncio relay": "", "h11 parsing relay": "h11", "tap-reader relay": "tap-reader"}
         if importlib.util.find_spec("httptools") is not None:
             floors["httptools parsing relay"] = "httptools"
         else:
@@ -430,10 +487,10 @@ def main() -> None:
                 if how
                 else ["--serve-bare-relay", str(bare), str(up)]
             )
-            relay = subprocess.Popen([sys.executable, __file__, *serve])
+            relay = subprocess.Popen([sys.executable, __file__, *serve], env=env)
             children.append(relay)
             _wait_port(bare)
-            _compare(name, bare, up, args)
+            _compare(name, bare, up, args, relay.pid)
             relay.terminate()
             relay.wait(10)
         if mitmdump:
@@ -442,7 +499,7 @@ def main() -> None:
             command += ["--set", "stream_large_bodies=1", "--set", "connection_strategy=lazy"]
             children.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             _wait_port(mitm)
-            _compare("mitmproxy reverse", mitm, up, args)
+            _compare("mitmproxy reverse", mitm, up, args, children[-1].pid)
             children[-1].terminate()
             children[-1].wait(10)
         else:

@@ -106,8 +106,9 @@ LIBRARIES: dict[str, set[str] | None] = {
     },
     # pandas for the report's frame; pytest (and _pytest) for the plugin the layer ships.
     "conformance_kit": {"pandas", "pytest", "_pytest", "typing_extensions"},
-    # asyncio's transports with h11 for the relay; httpx for URLs, TLS contexts and error types
-    "tap": {"pydantic", "typing_extensions", "httpx", "h11"},
+    # asyncio's transports for the relay (heads read by tap/_framing); httpx for URLs, TLS contexts and
+    # error types
+    "tap": {"pydantic", "typing_extensions", "httpx"},
     "testing": {"pydantic", "hypothesis"},
     "notebook": None,
     "cli": None,

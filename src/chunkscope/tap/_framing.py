@@ -1,27 +1,28 @@
-"""Where one upstream response's body ends, and its bytes without the chunked framing.
+"""HTTP/1.1 as RFC 9112 frames it, for the relay: request and response heads, and where a body ends.
 
 The relay forwards every read untouched, then asks a ``Body`` what of the
 read was body (the parser gets the body de-chunked, still compressed, as
-httpx's ``aiter_raw`` gave it) and whether the response ended there, so a
-kept-alive connection knows when the next request may go. The head is parsed
-by h11 (rare, cost irrelevant); the body by a countdown or a chunk-size scan
-(a few ``bytes.find`` per read), since h11's event loop costs ~12 µs per read
-on the forwarding path and these cost ~1.
+httpx's ``aiter_raw`` gave it) and whether the message ended there, so a
+kept-alive connection knows when the next request may go. Heads are read
+here too (``request_head``, ``Head``): a few compiled-pattern matches per
+head, the grammar h11 reads (httpx's own parser, so the tap reads a head as
+its client does), where h11's event machinery cost ~40 µs a head on the
+forwarding path, before the request went out and before the first body byte
+came back. Bodies by a countdown or a chunk-size scan (a few ``bytes.find``
+per read).
 
-Bytes that are not HTTP/1.1 raise, for the relay only (it drops both connections and the call
-ends with the failure; no user sees the class)::
+Bytes that are not HTTP/1.1 raise, for the relay only (it answers 400 to a client, or drops both
+connections and the call ends with the failure; no user sees the class)::
 
     Exception
-     └── ProtocolFault        the upstream's bytes are not HTTP/1.1 as RFC 9112 frames it
+     └── ProtocolFault        the bytes are not HTTP/1.1 as RFC 9112 frames it
 """
 
 from __future__ import annotations
 
 import re
 
-import h11
-
-__all__ = ["Body", "Head", "ProtocolFault"]
+__all__ = ["Body", "Head", "Message", "ProtocolFault", "head_end", "request_head"]
 
 _HEAD_END = re.compile(rb"\n\r?\n")  # h11's own blank-line rule (a bare LF is tolerated)
 _MAX_HEAD = 64 << 10  # bytes of a response head (h11's default bound is 16 KiB)
@@ -29,71 +30,161 @@ _MAX_LINE = 4 << 10  # bytes of a chunk-size line or a trailer line
 # RFC 9112 §7.1: chunk-size = 1*HEXDIG, then BWS and extensions. Python's int(…, 16) also takes
 # "0x190", "1_90", "+5", " 5", which every client rejects: the tap would record what nobody saw.
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?")
+# RFC 9110 §5 / RFC 9112 §3-5, as h11 spells them: a field is token ":" OWS value OWS, a value's
+# characters visible or obs-text (no NUL, no CR or LF alone); lines end with CRLF or a bare LF.
+_TOKEN = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
+_FIELD = re.compile(rb"(" + _TOKEN + rb"):[ \t]*((?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?)[ \t]*\r?\n")
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([\x21-\x7e]+) HTTP/(1\.[01])\r?\n")
+_STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: [^\x00\n\r\x0b\x0c]*)?\r?\n")
+_FOLD = re.compile(rb"\r?\n[ \t]+")  # obs-fold: a line that goes on on the next (joined by a space)
+_LENGTH = re.compile(rb"[0-9]{1,20}")
 
 
 class ProtocolFault(Exception):
-    """The upstream's bytes are not HTTP/1.1 as RFC 9112 frames it."""
+    """The bytes are not HTTP/1.1 as RFC 9112 frames it."""
 
 
-def _coded_body(codings: bytes) -> Body:
-    """The framing a ``Transfer-Encoding`` list gives: chunked when chunked is the last coding,
-    else a body whose length only the close tells."""
-    if codings.rsplit(b",", 1)[-1].strip() != b"chunked":
-        return Body("close")
-    return Body("chunked")
+class Message:
+    """One parsed head: a request's (``method``, ``target``) or a response's (``status_code``).
+
+    ``headers``: (name lowercased, value) as they came;
+    ``raw``: the same with the names as sent (what is recorded); ``length`` its Content-Length,
+    ``chunked`` whether it says ``Transfer-Encoding: chunked`` (which wins, RFC 9112 §6.3).
+    """
+
+    __slots__ = ("chunked", "headers", "http_version", "length", "method", "raw", "status_code", "target")
+
+    def __init__(self, http_version: bytes, raw: list[tuple[bytes, bytes]]) -> None:
+        self.http_version = http_version
+        self.raw = raw
+        self.headers = [(name.lower(), value) for name, value in raw]
+        self.method = b""
+        self.target = b""
+        self.status_code = 0
+        self.length: int | None = None
+        self.chunked = False
+        self._framing()
+
+    def _framing(self) -> None:
+        """Content-Length one number (repeats must agree), Transfer-Encoding only ``chunked``, once."""
+        length: bytes | None = None
+        codings = 0
+        for name, value in self.headers:
+            if name == b"content-length":
+                values = {each.strip() for each in value.split(b",")}
+                one = values.pop()
+                if values or _LENGTH.fullmatch(one) is None:
+                    raise ProtocolFault("a bad Content-Length")
+                if length is not None and one != length:
+                    raise ProtocolFault("conflicting Content-Length headers")
+                length = one
+            elif name == b"transfer-encoding":
+                codings += 1
+                if codings > 1 or value.lower() != b"chunked":
+                    raise ProtocolFault("only one Transfer-Encoding: chunked is read")
+        self.length = int(length) if length is not None else None
+        self.chunked = codings == 1
+
+
+def _fields(head: bytes, at: int) -> list[tuple[bytes, bytes]]:
+    """The fields of ``head`` from ``at`` to its blank line (``head`` ends with it)."""
+    fields: list[tuple[bytes, bytes]] = []
+    match = _FIELD.match
+    end = len(head)
+    while True:
+        if head.startswith(b"\n", at) or head.startswith(b"\r\n", at):
+            if at + (1 if head[at] == 10 else 2) != end:  # pragma: no cover - the head ends at its blank line
+                raise ProtocolFault("bytes after a head's blank line")
+            return fields
+        found = match(head, at)
+        if found is None:
+            raise ProtocolFault(f"a malformed header line {head[at : at + 40]!r}")
+        fields.append((found.group(1), found.group(2)))
+        at = found.end()
+
+
+def _unfolded(head: bytes, line_end: int) -> bytes:
+    """``head`` with obs-folds joined (h11 does the same); one right after the start line is refused."""
+    if b"\n " not in head and b"\n\t" not in head:
+        return head
+    if head[line_end : line_end + 1] in (b" ", b"\t"):
+        raise ProtocolFault("a continuation line at the start of the headers")
+    return _FOLD.sub(b" ", head)
+
+
+def head_end(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Where the head in ``buffer`` ends (past its blank line, looked for from ``start``), or -1."""
+    found = _HEAD_END.search(buffer, start)
+    return found.end() if found is not None else -1
+
+
+def request_head(head: bytes) -> Message:
+    """A request head (request line through its blank line), or ``ProtocolFault``: not HTTP/1.x,
+    a malformed line, a bad framing, or HTTP/1.1 without exactly one Host."""
+    line = _REQUEST_LINE.match(head)
+    if line is None:
+        raise ProtocolFault("a malformed request line")
+    head = _unfolded(head, line.end())
+    request = Message(line.group(3), _fields(head, line.end()))
+    request.method = line.group(1)
+    request.target = line.group(2)
+    hosts = sum(1 for name, _ in request.headers if name == b"host")
+    if hosts > 1 or (hosts == 0 and request.http_version == b"1.1"):
+        raise ProtocolFault("HTTP/1.1 asks for exactly one Host header")
+    return request
+
+
+def _response_head(head: bytes) -> Message:
+    line = _STATUS_LINE.match(head)
+    if line is None:
+        raise ProtocolFault("a malformed status line")
+    head = _unfolded(head, line.end())
+    response = Message(line.group(1), _fields(head, line.end()))
+    response.status_code = int(line.group(2))
+    return response
 
 
 class Head:
     """Collects one response head (skipping 1xx heads); ``feed`` → the rest of the read, or None."""
 
+    __slots__ = ("_buffer", "method", "response")
+
     def __init__(self, method: bytes) -> None:
         self.method = method
-        self._buffer = bytearray()
-        self._h11 = h11.Connection(h11.CLIENT)
-        # h11 tracks the request it answers (HEAD has no body); the real one went out as bytes already.
-        self._h11.send(h11.Request(method=method, target=b"/", headers=[(b"host", b"upstream")]))
-        self._h11.send(h11.EndOfMessage())
-        self.response: h11.Response | None = None
+        self._buffer = b""
+        self.response: Message | None = None
 
     def feed(self, data: bytes) -> bytes | None:
         """Bytes of the read past the final head once it is complete; None while it is not."""
-        buffer = self._buffer
-        buffer += data
+        buffer = self._buffer + data if self._buffer else data
         while True:
             found = _HEAD_END.search(buffer)
             if found is None:
                 if len(buffer) > _MAX_HEAD:
                     raise ProtocolFault(f"a response head over {_MAX_HEAD} bytes")
+                self._buffer = buffer
                 return None
             end = found.end()
             try:
-                self._h11.receive_data(bytes(buffer[:end]))
-                event = self._h11.next_event()
-            except h11.RemoteProtocolError as exc:
+                response = _response_head(buffer[:end])
+            except ProtocolFault as exc:
                 raise ProtocolFault(f"a malformed response head: {exc}") from None
-            del buffer[:end]
-            if isinstance(event, h11.Response):
-                self.response = event
-                rest = bytes(buffer)
-                buffer.clear()
-                return rest
-            if not isinstance(event, h11.InformationalResponse):  # pragma: no cover - h11 gives one of both
-                raise ProtocolFault(f"an unexpected response event {type(event).__name__}")
+            buffer = buffer[end:]
+            if not 100 <= response.status_code < 200:
+                self.response = response
+                self._buffer = b""
+                return buffer
 
     def body(self) -> Body:
         """The body's framing, from the final head (RFC 9112 §6.3)."""
         response = self.response
         assert response is not None
-        status = response.status_code
-        if self.method == b"HEAD" or status in (204, 304):
+        if self.method == b"HEAD" or response.status_code in (204, 304):
             return Body("none")
-        headers = response.headers
-        codings = b",".join(v for n, v in headers if n == b"transfer-encoding").lower()
-        if codings:
-            return _coded_body(codings)
-        lengths = [v for n, v in headers if n == b"content-length"]
-        if lengths:
-            return Body("length", int(lengths[0]))  # h11 checked it is one valid number
+        if response.chunked:
+            return Body("chunked")
+        if response.length is not None:
+            return Body("length", response.length)
         return Body("close")
 
     @property
@@ -103,8 +194,7 @@ class Head:
         framing the client reads may not be the one the tap reads, so nothing may follow it)."""
         response = self.response
         assert response is not None
-        names = {name for name, _ in response.headers}
-        if b"transfer-encoding" in names and b"content-length" in names:
+        if response.chunked and response.length is not None:
             return True
         tokens = {
             token.strip().lower()

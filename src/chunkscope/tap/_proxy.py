@@ -1,9 +1,9 @@
 """``Tap``: a reverse proxy in front of one upstream that forwards bytes untouched and records each call.
 
 The stack is asyncio's own transports and protocols (``loop.create_server``,
-``loop.create_connection``, TLS through an ``ssl`` context) with h11 — the
-HTTP/1.1 parser uvicorn and httpcore themselves use — only where HTTP must be
-parsed: a request's head and body (rare, buffered: the model is read from it,
+``loop.create_connection``, TLS through an ``ssl`` context) with HTTP/1.1
+parsed only where it must be (``_framing``, h11's grammar in a few compiled
+patterns): a request's head and body (buffered: the model is read from it,
 the recording keeps it), and a response's head. Why not the provider's stack
 (uvicorn + an httpx client): it parsed the response into events, re-framed it
 for the client and passed every read through two coroutine hops (httpx's
@@ -58,7 +58,6 @@ import json
 import logging
 import os
 import queue
-import re
 import socket
 import ssl
 import threading
@@ -69,7 +68,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-import h11
 import httpx
 
 from chunkscope.protocol import LlmError, StreamInspector, StreamResult
@@ -77,7 +75,7 @@ from chunkscope.sources.recording import stored_time
 from chunkscope.usage import UsageLog
 
 from ._call import Parser, TapCall, now
-from ._framing import Body, Head, ProtocolFault
+from ._framing import Body, Head, Message, ProtocolFault, head_end, request_head
 from ._record import Spill, check_folder, chunk_lines, next_call_id, write_recording
 from ._redact import ByteMask, key_fingerprint, mask_text, redact_headers, redact_query, secrets_of
 from ._wires import Wire, detect_wire, stream_failure, wire_named
@@ -132,7 +130,6 @@ _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _BODY_METHODS = frozenset({b"POST", b"PUT", b"PATCH"})  # those that say Content-Length: 0 when empty
 _BYTES_KINDS: dict[str, Callable[[Any], int]] = {"read": len, "spill": lambda value: len(value[0])}
 """The parser queue's items that carry response bytes, and their size (the backlog counts them)."""
-_HEAD_END = re.compile(rb"\r?\n\r?\n")  # the blank line after a request head (h11 tolerates a bare LF)
 
 
 class TapExposedWarning(UserWarning):
@@ -245,7 +242,7 @@ class _Exchange:
         self.reads = call.reads
         self.mask = parser.mask if parser.secrets else None  # no credential: nothing to mask, no copy
 
-    def headed(self, t: float, response: h11.Response) -> None:
+    def headed(self, t: float, response: Message) -> None:
         for name, value in response.headers:
             if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
                 # Asked for identity, sent compressed anyway: a key inside cannot be masked without
@@ -414,29 +411,24 @@ def _checked(upstream: str, port: int, max_request_bytes: int, keep_calls: int) 
     return url
 
 
-def _refusal(
-    request: h11.Request, headers: list[tuple[bytes, bytes]], max_request_bytes: int
-) -> tuple[int, str] | None:
-    """The status and reason the tap answers a request it will not forward with; None to forward it.
-    ``headers``: the request's, listed once (h11's header sequence is slow to walk, item by item)."""
+def _refusal(request: Message, max_request_bytes: int) -> tuple[int, str] | None:
+    """The status and reason the tap answers a request it will not forward with; None to forward it."""
     if request.method == b"CONNECT" or not request.target.startswith(b"/"):
         # An absolute URL (or CONNECT) asks for a forward proxy: the tap only ever reaches its upstream.
         return 400, "the tap is a reverse proxy for one upstream: send origin-form paths"
-    names = {name for name, _ in headers}
-    if b"transfer-encoding" in names and b"content-length" in names:
+    if request.chunked and request.length is not None:
         # Two framings: whoever reads the other one sees a different next request (RFC 9112 §6.1).
         return 400, "a request with both Transfer-Encoding and Content-Length is refused"
-    length = next((v for n, v in headers if n == b"content-length"), None)
-    if length is not None and length.isdigit() and int(length) > max_request_bytes:
+    if request.length is not None and request.length > max_request_bytes:
         return 413, f"request body over {max_request_bytes} bytes"
     return None
 
 
-def _keeps_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
+def _keeps_alive(request: Message) -> bool:
     """Whether the client keeps its connection after this request (HTTP/1.1 without ``close``)."""
     tokens = {
         token.strip().lower()
-        for name, value in headers
+        for name, value in request.headers
         if name == b"connection"
         for token in value.split(b",")
     }
@@ -444,14 +436,13 @@ def _keeps_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bo
 
 
 class _Client(asyncio.Protocol):
-    """One client connection: parses its requests (h11), pairs it with an upstream connection."""
+    """One client connection: reads its requests (``_framing``), pairs it with an upstream connection."""
 
     def __init__(self, tap: Tap) -> None:
         self.tap = tap
         self.transport: asyncio.Transport | None = None
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=tap.max_head_bytes)
-        self.request: h11.Request | None = None
-        self.headers: list[tuple[bytes, bytes]] = []  # the request's, names lowercased
+        self.request: Message | None = None
+        self.framing = Body("none")  # the request body's: a countdown or a chunked decoder
         self.started = 0.0
         self.started_at = 0.0
         self.body = bytearray()
@@ -464,8 +455,7 @@ class _Client(asyncio.Protocol):
         self.closed = False
         self.refused = False
         self.timer: asyncio.TimerHandle | None = None  # the deadline of the head awaited
-        self.head_bytes = 0  # bytes of the head awaited, so far
-        self.head_tail = b""  # the last bytes of them: a blank line cut by a read
+        self.head = bytearray()  # the head awaited, so far
 
     # --- asyncio's callbacks ---------------------------------------------------------
 
@@ -522,8 +512,7 @@ class _Client(asyncio.Protocol):
         """A request head is due: it must arrive whole within ``head_timeout`` (an idle connection too)."""
         if self.timer is not None:
             self.timer.cancel()
-        self.head_bytes = 0
-        self.head_tail = b""
+        self.head = bytearray()
         loop = asyncio.get_running_loop()
         self.timer = loop.call_later(self.tap.head_timeout, self._head_late)
 
@@ -531,7 +520,7 @@ class _Client(asyncio.Protocol):
         self.timer = None
         if self.closed or self.refused or self.request is not None:
             return
-        if self.head_bytes:
+        if self.head:
             self._refuse(408, f"the request head did not arrive within {self.tap.head_timeout:g} s")
         else:  # idle: nothing to answer
             self.refused = True
@@ -542,69 +531,62 @@ class _Client(asyncio.Protocol):
         if not (self.closed or self.refused or self.exchange is not None or self.connecting is not None):
             self._refuse(408, f"the request body did not arrive within {self.tap.body_timeout:g} s")
 
-    def _head_fits(self, data: bytes) -> bool:
-        """Count ``data`` into the head awaited; False (431 sent) once it is over ``max_head_bytes``."""
-        window = self.head_tail + data
-        found = _HEAD_END.search(window)
-        size = self.head_bytes + (found.end() - len(self.head_tail) if found is not None else len(data))
-        limit = self.tap.max_head_bytes
-        if size > limit:
-            self._refuse(431, f"the request head is over {limit} bytes")
-            return False
-        self.head_bytes = size
-        self.head_tail = window[-3:]
-        return True
-
     def _read(self, data: bytes) -> None:
-        if self.request is None and not self._head_fits(data):
-            return
-        conn = self.h11
-        try:
-            conn.receive_data(data)
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA or event is h11.PAUSED:
-                    self._body_due()
-                    return
-                if isinstance(event, h11.Request):
-                    if not self._head(event):
-                        return
-                elif isinstance(event, h11.Data):
-                    self.body += event.data
-                    if len(self.body) > self.tap.max_request_bytes:
-                        self._refuse(413, f"request body over {self.tap.max_request_bytes} bytes")
-                        return
-                elif isinstance(event, h11.EndOfMessage):
-                    self._forward()
-                    return
-                else:  # ConnectionClosed
-                    self._close()
-                    return
-        except h11.RemoteProtocolError as exc:
-            if exc.error_status_hint == 431:  # pragma: no cover - _head_fits answers first
-                self._refuse(431, f"the request head is over {self.tap.max_head_bytes} bytes")
-            else:
+        """Bytes of the request awaited: its head (within ``max_head_bytes``), then its body."""
+        if self.request is None:
+            head = self.head
+            searched = max(0, len(head) - 2)  # a blank line cut by the read is found whole
+            head += data
+            end = head_end(head, searched)
+            limit = self.tap.max_head_bytes
+            if (end if end >= 0 else len(head)) > limit:  # one limit, however the head arrives
+                self._refuse(431, f"the request head is over {limit} bytes")
+                return
+            if end < 0:
+                return
+            data, whole = bytes(head[end:]), bytes(head[:end])
+            head.clear()
+            try:
+                request = request_head(whole)
+            except ProtocolFault:
                 self._refuse(400, "the tap could not parse the request as HTTP/1.1")
+                return
+            if not self._head(request, started=bool(data)):
+                return
+        framing = self.framing
+        try:
+            part = framing.feed(data) if data else b""
+        except ProtocolFault:
+            self._refuse(400, "the tap could not parse the request as HTTP/1.1")
+            return
+        if part:
+            self.body += part
+            if len(self.body) > self.tap.max_request_bytes:
+                self._refuse(413, f"request body over {self.tap.max_request_bytes} bytes")
+                return
+        if framing.done:
+            self._forward()
+        else:
+            self._body_due()
 
-    def _head(self, request: h11.Request) -> bool:
+    def _head(self, request: Message, *, started: bool) -> bool:
+        """A head read whole: refused (False), or its body is read next (``started``: some came)."""
         self.started = now()
         self.started_at = time.time()
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        self.headers = headers = list(request.headers)  # names lowercased
-        refusal = _refusal(request, headers, self.tap.max_request_bytes)
+        refusal = _refusal(request, self.tap.max_request_bytes)
         if refusal is not None:
             self._refuse(*refusal)
             return False
-        self.keep_alive = _keeps_alive(request, headers)
+        self.keep_alive = _keeps_alive(request)
         self.request = request
-        if self.h11.they_are_waiting_for_100_continue:
+        self.framing = framing = Body("chunked") if request.chunked else Body("length", request.length or 0)
+        expects = any(n == b"expect" and v.lower() == b"100-continue" for n, v in request.headers)
+        if expects and not started and not framing.done and request.http_version == b"1.1":
             assert self.transport is not None
-            self.transport.write(
-                self.h11.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
-                or b""
-            )
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         return True
 
     def _body_due(self) -> None:
@@ -619,7 +601,7 @@ class _Client(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        tap, body, headers = self.tap, bytes(self.body), self.headers
+        tap, body = self.tap, bytes(self.body)
         started, started_at = self.started, self.started_at
         exchange = _Exchange(tap, started, request.method, tap._upstream_request(request, body))
         self.exchange = exchange
@@ -629,7 +611,7 @@ class _Client(asyncio.Protocol):
         else:
             self.connect(exchange)  # a task: it starts after the call below exists
         # Built while the upstream works, so the call is listed before any of its answer is forwarded.
-        exchange.attach(*tap._call(request, headers, body, started, started_at))
+        exchange.attach(*tap._call(request, body, started, started_at))
 
     def connect(self, exchange: _Exchange) -> None:
         """Open a fresh upstream connection for ``exchange`` (the first, or the old one closed)."""
@@ -672,11 +654,9 @@ class _Client(asyncio.Protocol):
         if close or not self.keep_alive or self.closed:
             self._close()
             return
-        data, _ = self.h11.trailing_data
-        rest = bytes(data) + bytes(self.pending)
-        # A fresh parser per request: the answer went out as raw bytes.
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.tap.max_head_bytes)
+        rest = self.framing.extra + bytes(self.pending)  # what the client sent past the request
         self.request = None
+        self.framing = Body("none")
         self.body = bytearray()
         self.pending = bytearray()
         self._await_head()
@@ -872,14 +852,12 @@ class Tap:
 
     # --- one request ----------------------------------------------------------------------
 
-    def _upstream_request(self, request: h11.Request, body: bytes) -> bytes:
+    def _upstream_request(self, request: Message, body: bytes) -> bytes:
         """The bytes for the upstream: the request rewritten (Host, the path prefix), its body buffered."""
         # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
         # Accept-Encoding is the tap's: it asks for identity, so every body it keeps is plain and a
         # key echoed inside is masked (a compressed one could only be masked by inflating it).
-        forwarded = _end_to_end(
-            list(request.headers.raw_items()), "host", "content-length", "expect", "accept-encoding"
-        )
+        forwarded = _end_to_end(request.raw, "host", "content-length", "expect", "accept-encoding")
         head = [
             b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
             b"Host: %s\r\n" % self._host_header,
@@ -892,21 +870,15 @@ class Tap:
         return b"".join(head) + body
 
     def _call(
-        self,
-        request: h11.Request,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        started: float,
-        started_at: float,
+        self, request: Message, body: bytes, started: float, started_at: float
     ) -> tuple[TapCall, Parser]:
-        """The call of a request read whole (credentials redacted), and its parser (``headers``:
-        the request's, names lowercased, as recorded before)."""
+        """The call of a request read whole (credentials redacted), and its parser."""
         method = request.method.decode("latin-1")
         raw_path, _, query = request.target.partition(b"?")
         path = raw_path.decode("latin-1")
         text_query = query.decode("latin-1")
         wire = self._fixed_wire or detect_wire(path)
-        text_headers = _text(headers)
+        text_headers = _text(request.headers)  # names lowercased, as recorded before
         secrets = secrets_of(text_headers, text_query)
         model: str | None = None
         streams = False
@@ -989,7 +961,7 @@ class Tap:
                     secrets = parser.secrets  # a key echoed in a header value (x-request-id: req-<key>)
                     call.response_headers = [
                         (name, mask_text(text, secrets) if secrets else text)
-                        for name, text in redact_headers(_text(_end_to_end(list(value.headers.raw_items()))))
+                        for name, text in redact_headers(_text(_end_to_end(value.raw)))
                     ]
                     parser.head()
                 else:
