@@ -85,16 +85,23 @@ class Message:
         self.length = int(length) if length is not None else None
         self.chunked = codings == 1
 
+    @property
+    def connection(self) -> set[bytes]:
+        """The ``Connection`` header's tokens, lowercased (``close``, ``keep-alive``, …)."""
+        return {
+            token.strip().lower()
+            for name, value in self.headers
+            if name == b"connection"
+            for token in value.split(b",")
+        }
+
 
 def _fields(head: bytes, at: int) -> list[tuple[bytes, bytes]]:
     """The fields of ``head`` from ``at`` to its blank line (``head`` ends with it)."""
     fields: list[tuple[bytes, bytes]] = []
     match = _FIELD.match
-    end = len(head)
     while True:
-        if head.startswith(b"\n", at) or head.startswith(b"\r\n", at):
-            if at + (1 if head[at] == 10 else 2) != end:  # pragma: no cover - the head ends at its blank line
-                raise ProtocolFault("bytes after a head's blank line")
+        if head.startswith(b"\n", at) or head.startswith(b"\r\n", at):  # its blank line: the head's end
             return fields
         found = match(head, at)
         if found is None:
@@ -196,12 +203,7 @@ class Head:
         assert response is not None
         if response.chunked and response.length is not None:
             return True
-        tokens = {
-            token.strip().lower()
-            for name, value in response.headers
-            if name == b"connection"
-            for token in value.split(b",")
-        }
+        tokens = response.connection
         if response.http_version == b"1.0":
             return b"keep-alive" not in tokens
         return b"close" in tokens

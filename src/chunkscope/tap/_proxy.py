@@ -426,13 +426,7 @@ def _refusal(request: Message, max_request_bytes: int) -> tuple[int, str] | None
 
 def _keeps_alive(request: Message) -> bool:
     """Whether the client keeps its connection after this request (HTTP/1.1 without ``close``)."""
-    tokens = {
-        token.strip().lower()
-        for name, value in request.headers
-        if name == b"connection"
-        for token in value.split(b",")
-    }
-    return request.http_version == b"1.1" and b"close" not in tokens
+    return request.http_version == b"1.1" and b"close" not in request.connection
 
 
 class _Client(asyncio.Protocol):
