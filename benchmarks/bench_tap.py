@@ -21,7 +21,9 @@ takes CPU from the others on a small machine). Reported, per path:
 - the same for relays that read each request whole before forwarding it, as the tap must
   (``--serve-parsing-relay``): with h11 (httpx's parser), with the tap's own reader
   (``chunkscope.tap._framing``, nothing else of the tap) and with httptools (in C) when it is
-  installed, the floors under a relay that checks its requests;
+  installed, the floors under a relay that checks its requests; and a relay with the tap's reader
+  that forwards each head at once and its body as it comes (``head-first``), what the tap would
+  gain by not holding a request until its body is whole;
 - the CPU time each proxy process takes per stream (Linux): on a small machine, what it takes
   from the client and the upstream;
 - ``--concurrent`` streams at once through the tap, each body compared with what
@@ -76,6 +78,15 @@ CPU a stream: tap 20.9..23.5 ms, mitmproxy 23.9..29.1 ms, relays 7..10 ms. Short
 (--events 2 --gap 0 --streams 300): tap +266 µs, mitmproxy +1,225 (a tenth: 123), floors
 88..109; CPU a call: tap 495 µs, mitmproxy 1,584. Same run, the tap before and after that
 change, short calls: first byte +268..292 -> +186..193 µs, CPU 858..957 -> 726 µs a call.
+
+Stop 34 (no change to the tap; a fresh 2-core machine, load < 0.5), three runs, every row in one
+run: first byte added — tap +601..828 µs, mitmproxy +2,712..2,997 (a tenth: 271..300), bare
+-3..+130, h11 +545..662, tap-reader +323..481, head-first +376..440, httptools +264..378. Event
+p50 — tap +99..125, bare +66..72 (1.5x: 99..108), mitmproxy +164..169. Short calls: tap +329 µs,
+mitmproxy +1,379 (a tenth: 138), floors 97..137. The tenth of mitmproxy's first byte lies under
+every relay that reads requests whole with a Python parser, the tap's reader included, and at
+the C parser's; sending heads ahead of their bodies does not close it. The tap built its call
+after the first byte in an A/B run: +654..724 µs against +705..840, within the noise.
 """
 
 from __future__ import annotations
@@ -263,11 +274,42 @@ class _TapReaderPipe(_Pipe):
             self.forward(whole)
 
 
+class _HeadFirstPipe(_Pipe):
+    """The tap's reader again, but each head goes on as soon as it is read and its body as it comes
+    (what the bare relay gets for free: the upstream reads the head while the body is in flight).
+    The tap does not do this (a trickled body forwards nothing there); the row shows what it would gain."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = bytearray()
+        self.body: Any = None
+
+    def data_received(self, data: bytes) -> None:
+        from chunkscope.tap._framing import Body, head_end, request_head  # imported (and frozen) at start
+
+        if self.body is None:
+            self.head += data
+            end = head_end(self.head)
+            if end < 0:
+                return
+            request = request_head(bytes(self.head[:end]))
+            self.body = Body("chunked") if request.chunked else Body("length", request.length or 0)
+            data = bytes(self.head[end:])
+            self.forward(bytes(self.head[:end]))
+            self.head = bytearray()
+        if data:
+            self.body.feed(data)
+            self.forward(data)
+        if self.body.done:
+            self.body = None
+
+
 _RELAYS: dict[str, type[_Pipe]] = {
     "bare": _Pipe,
     "h11": _ParsingPipe,
     "httptools": _CParsingPipe,
     "tap-reader": _TapReaderPipe,
+    "head-first": _HeadFirstPipe,
 }
 
 
@@ -277,7 +319,7 @@ async def _serve_bare_relay(port: int, upstream: int, parse: str = "bare") -> No
     checks requests before it forwards them, as the tap must)."""
     loop = asyncio.get_running_loop()
     pairing: set[asyncio.Task[None]] = set()
-    if parse == "tap-reader":
+    if parse in ("tap-reader", "head-first"):
         import gc
 
         import chunkscope.tap._framing  # noqa: F401 - the package's imports, then frozen as `chunkscope tap` does
@@ -399,7 +441,7 @@ def _compare(proxy: str, port: int, up: int, args: argparse.Namespace, pid: int)
         for name, (firsts, latencies) in measured.items()
     }
     for name, (p50, p99, first) in rows.items():
-        print(f"{name:<20}{p50 * 1e6:>10.0f}µs{p99 * 1e6:>10.0f}µs{first * 1e6:>14.0f}µs")
+        print(f"{name:<24}{p50 * 1e6:>10.0f}µs{p99 * 1e6:>10.0f}µs{first * 1e6:>14.0f}µs")
     (b50, b99, bfirst), (p50, p99, first) = rows["direct"], rows[proxy]
     print(
         f"  added by {proxy}: event p50 +{(p50 - b50) * 1e6:.0f} µs, "
@@ -481,12 +523,17 @@ def main() -> None:
         _wait_port(up)
         _wait_port(tap)
         print(f"{args.streams} streams x {args.events} events, {args.gap * 1000:g} ms apart, over loopback")
-        print(f"{'path':<20}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
+        print(f"{'path':<24}{'event p50':>12}{'event p99':>12}{'first byte p50':>16}")
         _compare("chunkscope tap", tap, up, args, children[1].pid)
         # The floors under any relay written in Python: the same hop with nothing parsed or kept,
         # and with each request read whole before it goes on (what the tap must do at least), by
         # h11 (the tap's parser) and by httptools (a C parser) when it is installed.
-        floors = {"bare asyncio relay": "", "h11 parsing relay": "h11", "tap-reader relay": "tap-reader"}
+        floors = {
+            "bare asyncio relay": "",
+            "h11 parsing relay": "h11",
+            "tap-reader relay": "tap-reader",
+            "head-first relay": "head-first",
+        }
         if importlib.util.find_spec("httptools") is not None:
             floors["httptools parsing relay"] = "httptools"
         else:
