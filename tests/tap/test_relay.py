@@ -283,3 +283,38 @@ def test_an_https_upstream_trusted_through_a_given_context_is_relayed(tmp_path: 
             answer = httpx.post(f"{tap.base_url}/v1/chat/completions", json=stream_body("text"))
             assert answer.status_code == 307  # the upstream's own answer, over verified TLS
             assert tap.calls[0].wait(5) and tap.calls[0].status == 307
+
+
+def test_a_calls_status_and_headers_show_while_its_first_body_byte_is_still_to_come() -> None:
+    # A model that thinks before its first token: the head at once, the body a while later.
+    go = threading.Event()
+
+    def serve(connection: socket.socket) -> None:
+        read_head(connection)
+        connection.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-request-id: req-thinking\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        go.wait(10)
+        event = b'data: {"id":"x","object":"chat.completion.chunk","choices":[]}\n\ndata: [DONE]\n\n'
+        connection.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event))
+
+    with (
+        raw_upstream(serve) as upstream,
+        Tap(upstream=upstream) as tap,
+        httpx.stream(
+            "POST", f"{tap.base_url}/v1/chat/completions", json=stream_body("thinking"), headers=AUTH
+        ) as response,
+    ):
+        assert response.status_code == 200  # the head reached the client; no body byte has
+        call = tap.calls[0]
+        deadline = time.monotonic() + 2
+        while call.status is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        shown = (call.status, dict(call.response_headers).get("x-request-id"), call.timings.first_byte_s)
+        go.set()
+        response.read()
+        assert call.wait(5)
+    assert shown == (200, "req-thinking", None)
+    assert call.timings.headers_s is not None and call.timings.first_byte_s is not None
+    assert call.timings.headers_s < call.timings.first_byte_s

@@ -1,10 +1,10 @@
 """``TapCall``: everything one call through the tap showed, filled in live; and its parser.
 
-The forwarding path only appends each read (already forwarded) to the call
-and puts it on the tap's queue; the parser thread (``Parser``) hands it to the
-adapters' one wire reader, checks and assembles the chunks, and stamps the
-timing points with the time the read *arrived*, so a slow parse never shifts
-a measurement.
+The forwarding path appends each read (already forwarded) to the call; its
+``Parser`` (on the event loop's thread for a short read, else on the tap's
+parser thread) hands it to the adapters' one wire reader, checks and
+assembles the chunks, and stamps the timing points with the time the read
+*arrived*, so a slow parse never shifts a measurement.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class TapCall:
     def follow(self) -> AsyncIterator[tuple[float, Any]]:
         """``(t, chunk)`` for each chunk, those so far then each as it is parsed, until the call ends.
 
-        Iterate it in an event loop (a notebook's): the parser thread hands each
+        Iterate it in an event loop (a notebook's): the tap hands each
         chunk over with ``loop.call_soon_threadsafe``, so the loop never blocks
         on the tap and the tap never waits for the loop. A failed call raises
         its ``LlmError`` at the end, after its chunks.
@@ -223,7 +223,7 @@ class TapCall:
             raise self.error
 
     def _chunk(self, t: float, chunk: Any) -> None:
-        """The parser thread: one chunk parsed (checked and kept), handed to every follower."""
+        """The parse side: one chunk parsed (checked and kept), handed to every follower."""
         with self._lock:
             self._inspector.add(chunk)
             self.chunk_times.append(t)
@@ -233,7 +233,7 @@ class TapCall:
                     hand_over(item)
 
     def _trim(self, count: int) -> tuple[list[float], list[Any]]:
-        """The parser thread: drop the oldest ``count`` chunks (and their times); returns them."""
+        """The parse side: drop the oldest ``count`` chunks (and their times); returns them."""
         with self._lock:
             times = self.chunk_times[:count]
             chunks = self._inspector.chunks[:count]
@@ -267,7 +267,9 @@ class TapCall:
 class Parser:
     """The parse side of one call: timing marks and masking around the adapters' one wire reader.
 
-    Runs only in the tap's parser thread, never on the forwarding path. Every read goes to the
+    Runs after the bytes it parses reached the client, never before: a short read on the event
+    loop's thread, everything else (and a call's items while some wait there) on the tap's parser
+    thread, one item at a time in the call's order. Every read goes to the
     call's ``WireReader`` (built from the wire table's row, as an adapter builds it), so the tap
     finds the chunks, usage, finish and error code an adapter finds in the same bytes.
     """
@@ -301,6 +303,15 @@ class Parser:
         self.dropped = dropped
         self._kept_bytes = 0
         self._first_chunk_s: float | None = None
+        # Items handed to the parser thread and done there (one writer each): while they differ,
+        # the call's next read goes there too, so its reads are parsed in order and one at a time.
+        self.handed = 0
+        self.parsed = 0
+
+    def fits(self, size: int) -> bool:
+        """A read of ``size`` bytes parses without dropping kept chunks (nor writing them to a file):
+        a chunk is counted at its overhead and text, and takes more than a byte of the read."""
+        return self._kept_bytes + size * (_CHUNK_BYTES + 1) <= self.share
 
     @property
     def kind(self) -> str:

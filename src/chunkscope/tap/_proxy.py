@@ -12,13 +12,14 @@ upstream protocol's ``data_received`` writes each read straight to the
 client's transport — status, headers, chunked framing and compression byte
 for byte as the upstream sent them, no copy, no coroutine — and only then
 tells the body's framing (``_framing``: a countdown or a chunk-size scan) what
-of it was body, which goes on a queue for the parser thread with its arrival
-time. Translating, checking, assembling, usage, the response head's
-redaction and recordings happen there, so none of them can delay or alter
-what the client receives. A request goes upstream before its call is built.
-Measured (``benchmarks/bench_tap.py``, a shared 2-core machine): per event
-~+100 µs at p50 where the old stack added ~190 and a bare asyncio relay
-with no parsing at all adds 40..105; first byte ~+0.6..0.8 ms (was ~+2.0..2.8; mitmproxy ~+2 ms).
+of it was body, which is parsed with its arrival time: a short read there
+and then, anything longer (and usage and recordings) on the parser thread
+(``_PARSED_ON_THE_LOOP``), so none of it runs before the client has the
+bytes, and a slow parse holds the loop once a call at most. A request goes
+upstream before its call is built. Measured (``benchmarks/bench_tap.py``,
+a 2-core machine): per event ~+100 µs at p50 where the old stack added
+~190 and a bare asyncio relay with no parsing at all adds 70..90; first
+byte ~+0.6..0.8 ms (was ~+2.0..2.8; mitmproxy ~+2.7..3.0 ms).
 
 The request's HTTP version is passed on (an HTTP/1.0 client gets an
 answer framed for HTTP/1.0, since it is relayed, not re-framed).
@@ -128,6 +129,14 @@ _STOP_TIMEOUT = 10.0
 _CONNECT_TIMEOUT = 30.0  # as the httpx client's was; a stalled upstream *body* is the client's to time out
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _BODY_METHODS = frozenset({b"POST", b"PUT", b"PATCH"})  # those that say Content-Length: 0 when empty
+_PARSED_ON_THE_LOOP = 16 << 10
+"""A read up to this size is parsed on the event loop's thread, right after it went to the client
+(an SSE event is a few hundred bytes): handing each read to the parser thread woke it per event,
+which took the cores from the client at the moment it was to read (~+40 µs an event on 2 cores).
+Larger reads, spills and ends go to the thread, and every item of a call whose parse on the loop
+took over ``_LOOP_PARSE_BUDGET``: a slow parse holds the forwarding once a call at most."""
+_LOOP_PARSE_BUDGET = 0.002
+_HEAD_PARSED_AFTER = 0.001  # seconds a response head waits for its first body bytes to be parsed with
 _BYTES_KINDS: dict[str, Callable[[Any], int]] = {"read": len, "spill": lambda value: len(value[0])}
 """The parser queue's items that carry response bytes, and their size (the backlog counts them)."""
 
@@ -200,14 +209,17 @@ class _Exchange:
         "encoded",
         "ended",
         "forwarded",
+        "head_timer",
         "kept",
         "label",
         "mask",
         "method",
+        "on_loop",
         "parser",
         "put",
         "reads",
         "request",
+        "response",
         "retried",
         "share",
         "started",
@@ -234,6 +246,9 @@ class _Exchange:
         self.retried = False
         self.encoded = False  # the upstream compressed the body anyway: its reads are not kept
         self.upstream: _Upstream | None = None  # the connection it went out on
+        self.response: tuple[float, Message] | None = None  # the head, parsed with the first read
+        self.head_timer: asyncio.TimerHandle | None = None  # ... or by this, if no body comes soon
+        self.on_loop = True  # short reads are parsed on the loop's thread (until one parse is slow)
 
     def attach(self, call: TapCall, parser: Parser) -> None:
         """The call, built once the request went out (the upstream works meanwhile)."""
@@ -249,20 +264,28 @@ class _Exchange:
                 # inflating it, so none of these bytes is kept or recorded (the parser still reads them).
                 self.encoded = True
                 self.call.withheld_encoding = value.strip().lower().decode("latin-1")
-        # Status and headers are filled in on the parser thread: redacting them is not the client's wait.
-        self.put((self.parser, "head", stored_time(t - self.started), response))
+        # Status and headers are filled in with the first body bytes (or the end), after those went
+        # to the client, so a head read alone does not keep the loop from the read that follows;
+        # or shortly after, when no body comes (a model thinking): the table shows the status.
+        self.response = (stored_time(t - self.started), response)
+        self.head_timer = asyncio.get_running_loop().call_later(_HEAD_PARSED_AFTER, self._headed)
+
+    def _headed(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        if self.response is not None:
+            t, response = self.response
+            self.response = None
+            self.parse(t, "head", response)
 
     def read(self, t: float, body: bytes) -> None:
-        """Body bytes of one read (already forwarded): kept on the call, handed to the parser thread
-        (past its backlog, the upstream is not read until the parser catches up)."""
+        """Body bytes of one read (already forwarded): kept on the call, and parsed."""
+        self._headed()
         t = stored_time(t - self.started)  # the recording's own figure: live and replay agree
-        tap = self.tap
-        tap._queued_in += len(body)
-        if tap._queued_in - tap._queued_out > tap.max_parse_backlog and self.upstream is not None:
-            tap._behind(self.upstream)
         if self.encoded:
             self.call.reads_dropped += len(body)
-            self.put((self.parser, "read", t, body))
+            self.parse(t, "read", body)
             return
         mask = self.mask
         # The mask's own bytearray is kept, not a copy: a key split across reads is masked in the
@@ -271,15 +294,45 @@ class _Exchange:
         self.kept += len(kept)
         if self.kept <= self.share:
             self.reads.append((t, kept))
-            self.put((self.parser, "read", t, body))
+            self.parse(t, "read", body)
         else:  # past its share: parsed and recorded (on disk), not kept in memory
             self.call.reads_dropped += len(kept)
-            self.put((self.parser, "spill", t, (body, kept)))
+            self.hand(t, "spill", (body, kept), len(body))
+
+    def parse(self, t: float, kind: str, value: Any) -> None:
+        """A head or a read, parsed here and now (after the client got it) when that is short work
+        and nothing of the call waits on the parser thread; else handed to that thread."""
+        parser = self.parser
+        if (
+            self.on_loop
+            and parser.handed == parser.parsed
+            and (kind != "read" or (len(value) <= _PARSED_ON_THE_LOOP and parser.fits(len(value))))
+        ):
+            started = time.perf_counter()
+            self.tap._parse(parser, kind, t, value)
+            if time.perf_counter() - started > _LOOP_PARSE_BUDGET:
+                self.on_loop = False  # a slow parse: the call's next items go to the parser thread
+        else:
+            self.hand(t, kind, value, len(value) if kind == "read" else 0)
+
+    def hand(self, t: float, kind: str, value: Any, size: int) -> None:
+        """An item for the parser thread, in the call's order (past the parse backlog, the upstream
+        is not read until the parser catches up)."""
+        tap = self.tap
+        if size:
+            tap._queued_in += size
+            if tap._queued_in - tap._queued_out > tap.max_parse_backlog and self.upstream is not None:
+                tap._behind(self.upstream)
+        parser = self.parser
+        parser.handed += 1
+        self.put((parser, kind, t, value))
 
     def end(self, outcome: LlmError | None) -> None:
         if not self.ended:
             self.ended = True
-            self.put((self.parser, "end", stored_time(now() - self.started), outcome))
+            self._headed()
+            # The end goes to the parser thread: the usage row and the recording (a file) are made there.
+            self.hand(stored_time(now() - self.started), "end", outcome, 0)
             call = self.call
             self.tap._ended(call, min(self.kept, self.share) + len(call.request_body))
 
@@ -941,38 +994,43 @@ class Tap:
             if item is None:
                 return
             parser, kind, t, value = item
-            try:
-                if kind == "read":
-                    parser.read(t, value)
-                elif kind == "spill":
-                    body, kept = value
-                    self._spill(parser, t, kept)
-                    parser.read(t, body)
-                elif kind == "head":
-                    call = parser.call
-                    call.status = value.status_code
-                    call.timings.headers_s = t
-                    secrets = parser.secrets  # a key echoed in a header value (x-request-id: req-<key>)
-                    call.response_headers = [
-                        (name, mask_text(text, secrets) if secrets else text)
-                        for name, text in redact_headers(_text(_end_to_end(value.raw)))
-                    ]
-                    parser.head()
-                else:
-                    self._finish(parser, parser.finish(t, value))
-            except Exception as exc:  # a parse-side defect must never stop the thread
-                if kind == "end":
-                    failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
-                    for spill in (self._spills.pop(parser, None), self._chunk_spills.pop(parser.call, None)):
-                        if spill is not None:
-                            spill.discard()
-                    parser.call._ended(StreamResult(error=failure))
-                else:
-                    parser.failure = LlmError(
-                        f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
-                    )
+            self._parse(parser, kind, t, value)
             if kind in _BYTES_KINDS:
                 self._parsed(_BYTES_KINDS[kind](value))  # counted however the parse went
+            parser.parsed += 1  # after its work: the loop's thread parses the call's next read itself
+
+    def _parse(self, parser: Parser, kind: str, t: float, value: Any) -> None:
+        """One item of a call's parse side: a head, a read, a spill or an end (exceptions end here)."""
+        try:
+            if kind == "read":
+                parser.read(t, value)
+            elif kind == "spill":
+                body, kept = value
+                self._spill(parser, t, kept)
+                parser.read(t, body)
+            elif kind == "head":
+                call = parser.call
+                call.status = value.status_code
+                call.timings.headers_s = t
+                secrets = parser.secrets  # a key echoed in a header value (x-request-id: req-<key>)
+                call.response_headers = [
+                    (name, mask_text(text, secrets) if secrets else text)
+                    for name, text in redact_headers(_text(_end_to_end(value.raw)))
+                ]
+                parser.head()
+            else:
+                self._finish(parser, parser.finish(t, value))
+        except Exception as exc:  # a parse-side defect must never stop the thread
+            if kind == "end":
+                failure = LlmError(f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN")
+                for spill in (self._spills.pop(parser, None), self._chunk_spills.pop(parser.call, None)):
+                    if spill is not None:
+                        spill.discard()
+                parser.call._ended(StreamResult(error=failure))
+            else:
+                parser.failure = LlmError(
+                    f"the tap failed to parse the call: {type(exc).__name__}", "UNKNOWN"
+                )
 
     def _parsed(self, size: int) -> None:
         """``size`` bytes parsed (the parser's thread): the upstreams held for it read again at half

@@ -15,7 +15,7 @@ that changed.
 Clicking a row sends ``{"type": "open", "id": n}``; the widget answers by
 showing that call's ``Timeline`` in ``detail`` (an ``Output`` displayed
 under the table), live while the call streams: ``call_timeline`` feeds it
-``TapCall.follow()``, whose chunks the tap's parser thread hands to the
+``TapCall.follow()``, whose chunks the tap hands to the
 kernel's event loop with ``call_soon_threadsafe``. Each chunk is placed at
 the time its read reached the tap.
 """
