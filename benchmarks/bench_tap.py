@@ -257,6 +257,18 @@ class _CParsingPipe(_Pipe):
             self.forward(whole)
 
 
+def _framed(buffer: bytearray) -> tuple[int, Any] | None:
+    """Where the request head in ``buffer`` ends and its body's framing, by the tap's own reader
+    (``chunkscope.tap._framing``); None while the head is not whole."""
+    from chunkscope.tap._framing import Body, head_end, request_head  # imported (and frozen) at start
+
+    end = head_end(buffer)
+    if end < 0:
+        return None
+    head = request_head(bytes(buffer[:end]))
+    return end, Body("chunked") if head.chunked else Body("length", head.length or 0)
+
+
 class _TapReaderPipe(_Pipe):
     """The same with the tap's own request reader (``chunkscope.tap._framing``: the head by a few
     compiled patterns, the body by a countdown or a chunked decoder), nothing else of the tap."""
@@ -267,15 +279,12 @@ class _TapReaderPipe(_Pipe):
         self.body: Any = None
 
     def data_received(self, data: bytes) -> None:
-        from chunkscope.tap._framing import Body, head_end, request_head  # imported (and frozen) at start
-
         self.request += data  # one request at a time: the bench's client waits for each answer
         if self.body is None:
-            end = head_end(self.request)
-            if end < 0:
+            framed = _framed(self.request)
+            if framed is None:
                 return
-            head = request_head(bytes(self.request[:end]))
-            self.body = Body("chunked") if head.chunked else Body("length", head.length or 0)
+            end, self.body = framed
             data = bytes(self.request[end:])
         if data:
             self.body.feed(data)
@@ -295,15 +304,12 @@ class _HeadFirstPipe(_Pipe):
         self.body: Any = None
 
     def data_received(self, data: bytes) -> None:
-        from chunkscope.tap._framing import Body, head_end, request_head  # imported (and frozen) at start
-
         if self.body is None:
             self.head += data
-            end = head_end(self.head)
-            if end < 0:
+            framed = _framed(self.head)
+            if framed is None:
                 return
-            request = request_head(bytes(self.head[:end]))
-            self.body = Body("chunked") if request.chunked else Body("length", request.length or 0)
+            end, self.body = framed
             data = bytes(self.head[end:])
             self.forward(bytes(self.head[:end]))
             self.head = bytearray()
