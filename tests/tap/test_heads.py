@@ -9,6 +9,8 @@ whether it is HTTP at all and, when it is, on everything the tap acts on.
 
 from __future__ import annotations
 
+import itertools
+
 import h11
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -189,3 +191,39 @@ def test_a_folded_header_is_joined_as_h11_joins_it() -> None:
     got = request_head(head)
     assert (b"x-long", b"one two three") in got.headers and got.length == 2
     assert (b"x-long", b"one two three") in list(_h11_request(head).headers)  # type: ignore[union-attr]
+
+
+def _read_in(pieces: list[bytes]) -> tuple[object, ...]:
+    """What ``Head`` makes of a response arriving in these reads: refused, or the bytes past the
+    head (None: no final head yet) with the response's status, headers and length."""
+    reader = Head(b"POST")
+    rest: bytes | None = None
+    try:
+        for n, piece in enumerate(pieces):
+            rest = reader.feed(piece)
+            if rest is not None:
+                rest += b"".join(pieces[n + 1 :])  # the body's bytes, past the head
+                break
+    except ProtocolFault:
+        return ("refused",)
+    response = reader.response
+    return ("read", rest) if response is None else ("read", rest, response.status_code, response.headers)
+
+
+@given(
+    st.lists(response_heads(), min_size=1, max_size=2),
+    st.binary(max_size=20),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+)
+def test_a_response_head_cut_into_reads_anywhere_reads_as_it_does_in_one(
+    heads: list[bytes], tail: bytes, cuts: list[int]
+) -> None:
+    """The reads of a head, however the upstream's writes were cut (a blank line split too), give
+    the response and the bytes past it that the whole head in one read gives: cut once at every
+    byte, and at a few places at once."""
+    whole = b"".join(heads) + tail
+    expected = _read_in([whole])
+    for at in range(1, len(whole)):
+        assert _read_in([whole[:at], whole[at:]]) == expected, at
+    bounds = sorted({min(cut, len(whole)) for cut in cuts} | {0, len(whole)})
+    assert _read_in([whole[a:b] for a, b in itertools.pairwise(bounds)]) == expected

@@ -158,28 +158,33 @@ class Head:
 
     def __init__(self, method: bytes) -> None:
         self.method = method
-        self._buffer = b""
+        self._buffer = bytearray()  # a head cut by the reads, so far
         self.response: Message | None = None
 
     def feed(self, data: bytes) -> bytes | None:
         """Bytes of the read past the final head once it is complete; None while it is not."""
-        buffer = self._buffer + data if self._buffer else data
+        buffer: bytes | bytearray = data
+        start = 0
+        if self._buffer:  # appended to, and searched from where the last read left off (a blank
+            start = len(self._buffer) - 2  # line cut by the read is found whole): linear in the head
+            self._buffer += data
+            buffer = self._buffer
         while True:
-            found = _HEAD_END.search(buffer)
-            if found is None:
+            end = head_end(buffer, start)
+            if end < 0:
                 if len(buffer) > _MAX_HEAD:
                     raise ProtocolFault(f"a response head over {_MAX_HEAD} bytes")
-                self._buffer = buffer
+                if buffer is not self._buffer:
+                    self._buffer = bytearray(buffer)
                 return None
-            end = found.end()
             try:
-                response = _response_head(buffer[:end])
+                response = _response_head(bytes(buffer[:end]))
             except ProtocolFault as exc:
                 raise ProtocolFault(f"a malformed response head: {exc}") from None
-            buffer = buffer[end:]
+            buffer, start = bytes(buffer[end:]), 0
             if not 100 <= response.status_code < 200:
                 self.response = response
-                self._buffer = b""
+                self._buffer = bytearray()
                 return buffer
 
     def body(self) -> Body:

@@ -112,16 +112,16 @@ _ACCEPT_LOG_EVERY = 60.0  # seconds between two reports of failing accepts (asyn
 
 _HOP_BY_HOP = frozenset(
     {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "proxy-connection",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+        b"proxy-connection",
     }
 )
 _START_TIMEOUT = 10.0
@@ -145,16 +145,11 @@ class TapExposedWarning(UserWarning):
     """The tap listens beyond loopback: anyone who can reach the port can spend the upstream's keys."""
 
 
-def _end_to_end(headers: list[tuple[bytes, bytes]], *also: str) -> list[tuple[bytes, bytes]]:
-    """``headers`` without hop-by-hop ones (and those the Connection header names) nor ``also``."""
-    named = {
-        token.strip().lower()
-        for name, value in headers
-        if name.lower() == b"connection"
-        for token in value.decode("latin-1").split(",")
-    }
-    drop = _HOP_BY_HOP | named | set(also)
-    return [(n, v) for n, v in headers if n.decode("latin-1").lower() not in drop]
+def _end_to_end(message: Message, *also: bytes) -> list[tuple[bytes, bytes]]:
+    """``message``'s headers as sent, without hop-by-hop ones (and those its Connection header
+    names) nor ``also`` (lowercase names)."""
+    drop = _HOP_BY_HOP | message.connection | set(also)
+    return [(name, value) for name, value in message.raw if name.lower() not in drop]
 
 
 def default_max_connections() -> int:
@@ -247,7 +242,7 @@ class _Exchange:
         self.encoded = False  # the upstream compressed the body anyway: its reads are not kept
         self.upstream: _Upstream | None = None  # the connection it went out on
         self.response: tuple[float, Message] | None = None  # the head, parsed with the first read
-        self.head_timer: asyncio.TimerHandle | None = None  # ... or by this, if no body comes soon
+        self.head_timer: asyncio.TimerHandle  # ... or by this, if no body comes soon (set with it)
         self.on_loop = True  # short reads are parsed on the loop's thread (until one parse is slow)
 
     def attach(self, call: TapCall, parser: Parser) -> None:
@@ -271,17 +266,17 @@ class _Exchange:
         self.head_timer = asyncio.get_running_loop().call_later(_HEAD_PARSED_AFTER, self._headed)
 
     def _headed(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
+        """The response head held for the first read is parsed now (its timer, if due, goes)."""
         if self.response is not None:
             t, response = self.response
             self.response = None
+            self.head_timer.cancel()  # (harmless when it is what called)
             self.parse(t, "head", response)
 
     def read(self, t: float, body: bytes) -> None:
         """Body bytes of one read (already forwarded): kept on the call, and parsed."""
-        self._headed()
+        if self.response is not None:
+            self._headed()
         t = stored_time(t - self.started)  # the recording's own figure: live and replay agree
         if self.encoded:
             self.call.reads_dropped += len(body)
@@ -330,7 +325,8 @@ class _Exchange:
     def end(self, outcome: LlmError | None) -> None:
         if not self.ended:
             self.ended = True
-            self._headed()
+            if self.response is not None:
+                self._headed()
             # The end goes to the parser thread: the usage row and the recording (a file) are made there.
             self.hand(stored_time(now() - self.started), "end", outcome, 0)
             call = self.call
@@ -904,7 +900,7 @@ class Tap:
         # The client's own header names and order, minus hop-by-hop ones; Host and length set here.
         # Accept-Encoding is the tap's: it asks for identity, so every body it keeps is plain and a
         # key echoed inside is masked (a compressed one could only be masked by inflating it).
-        forwarded = _end_to_end(request.raw, "host", "content-length", "expect", "accept-encoding")
+        forwarded = _end_to_end(request, b"host", b"content-length", b"expect", b"accept-encoding")
         head = [
             b"%s %s%s HTTP/%s\r\n" % (request.method, self._prefix, request.target, request.http_version),
             b"Host: %s\r\n" % self._host_header,
@@ -1015,7 +1011,7 @@ class Tap:
                 secrets = parser.secrets  # a key echoed in a header value (x-request-id: req-<key>)
                 call.response_headers = [
                     (name, mask_text(text, secrets) if secrets else text)
-                    for name, text in redact_headers(_text(_end_to_end(value.raw)))
+                    for name, text in redact_headers(_text(_end_to_end(value)))
                 ]
                 parser.head()
             else:
