@@ -5,17 +5,25 @@ The provider paces a scenario's events ``token_delay`` apart, one event per writ
 moment each write went out (``ReceivedRequest.writes``, ``time.monotonic()``). A client's
 four points — first byte, first event, first content delta, first text delta — are put on the
 same clock (the timer's start plus the offset it measured) and must each land within 2 ms
-after the write that carried them: through the adapters (``collect``) and through the tap.
-Both clocks are the system's monotonic clock (checked below). A busy machine only ever delays
-a read, so each figure is the best of up to ten streams. A client behind the tap also waits
-for the tap's hop: its points may be late by the tap's budget for one event (1 ms) more.
+after the write that carried them, through the adapters (``collect``) and through the tap.
+Both clocks are the system's monotonic clock (checked below).
+
+The 2 ms are counted from the floor: how late a bare socket read, with nothing else on its
+path, sees the same writes of the same scenario in the same run. That lateness is the
+machine's own (waking an idle reader, which on a virtual machine can take milliseconds after
+``slow-first-byte``'s 1 s of silence; a loaded host) and no client beats it. A busy machine
+only ever delays a read, so each figure and its floor are the best of up to ten streams. A
+client behind the tap also waits for the tap's hop: its points may be late by the tap's
+budget for one event (1 ms) more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -102,16 +110,62 @@ def _lateness(start: float, points: dict[str, float | None], writes: dict[str, f
     return worst
 
 
+async def _bare_floor(provider: cs.LocalProvider, model: str, carried: dict[str, int]) -> float:
+    """How late a plain socket read, with nothing else on its path, sees the writes named by index.
+
+    The same request as the adapter's, read raw: a write is seen with the read by which the body
+    holds that many events (one event per write in these scenarios). What this adds to a write is
+    the machine's own, which no client beats: waking an idle reader, scheduling on a loaded host.
+    """
+    before = len(provider.requests)
+    body = json.dumps({"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    url = httpx.URL(provider.url)
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    seen_at: list[float] = []  # when the body held its first, second, … event
+    try:
+        writer.write(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.host}\r\nAuthorization: Bearer {KEY}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: close\r\n\r\n{body}".encode()
+        )
+        received = b""
+        while len(seen_at) <= max(carried.values()):
+            read = await reader.read(65536)
+            stamp = time.monotonic()
+            assert read, "the provider closed before the writes carried"
+            received += read
+            _, _, body_so_far = received.partition(b"\r\n\r\n")
+            seen_at += [stamp] * (body_so_far.count(b"\n\n") - len(seen_at))
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    _, writes = _writes(provider, before)
+    return max(seen_at[index] - writes[index] for index in carried.values())
+
+
 async def _best(
-    measure: Callable[[], Awaitable[float]], enough: float = TOLERANCE_S, runs: int = 10
-) -> float:
-    """The smallest lateness over up to ``runs`` streams (a busy machine only ever adds to it)."""
-    best = float("inf")
+    measure: Callable[[], Awaitable[float]],
+    floor: Callable[[], Awaitable[float]],
+    slack: float = TOLERANCE_S,
+    runs: int = 10,
+) -> tuple[float, float]:
+    """The smallest lateness over up to ``runs`` streams, and the smallest bare read's in the same runs.
+
+    A busy machine only ever adds to either, so each is the best of its tries; the tries stop as
+    soon as the lateness is within ``slack`` of the floor.
+    """
+    best = lowest = float("inf")
     for _ in range(runs):
+        lowest = min(lowest, await floor())
         best = min(best, await measure())
-        if best <= enough:
+        if best <= max(lowest, 0.0) + slack:
             break
-    return best
+    return best, lowest
+
+
+def _within(measured: tuple[float, float], slack: float = TOLERANCE_S) -> bool:
+    best, floor = measured
+    return best <= max(floor, 0.0) + slack
 
 
 async def test_every_point_is_measured_in_order_through_the_adapter(plain: cs.LocalProvider) -> None:
@@ -140,7 +194,8 @@ async def test_reasoning_then_text_each_point_lands_with_its_write(
         carried = {"byte": writes[0], "event": writes[0], "content": writes[reasoning], "text": writes[text]}
         return _lateness(start, points, carried)
 
-    assert await _best(measured) <= TOLERANCE_S
+    floor = partial(_bare_floor, paced, "reasoning", {"byte": 0, "content": reasoning, "text": text})
+    assert _within(best := await _best(measured, floor)), best
 
 
 async def test_slow_tokens_first_text_lands_with_its_paced_write(plain: cs.LocalProvider) -> None:
@@ -154,7 +209,8 @@ async def test_slow_tokens_first_text_lands_with_its_paced_write(plain: cs.Local
         points = {"event": t.first_event_s, "text": t.first_text_s}
         return _lateness(start, points, {"event": writes[0], "text": writes[text]})
 
-    assert await _best(measured) <= TOLERANCE_S
+    floor = partial(_bare_floor, plain, "slow-tokens", {"event": 0, "text": text})
+    assert _within(best := await _best(measured, floor)), best
 
 
 async def test_slow_first_byte_lands_with_the_answer_after_its_wait(plain: cs.LocalProvider) -> None:
@@ -166,7 +222,8 @@ async def test_slow_first_byte_lands_with_the_answer_after_its_wait(plain: cs.Lo
         assert t.first_byte_s is not None and t.first_byte_s >= FIRST_BYTE_SECONDS
         return _lateness(start, {"byte": t.first_byte_s}, {"byte": writes[0]})
 
-    assert await _best(measured) <= TOLERANCE_S
+    floor = partial(_bare_floor, plain, "slow-first-byte", {"byte": 0})
+    assert _within(best := await _best(measured, floor)), best
 
 
 async def test_the_tap_measures_each_point_with_its_write(
@@ -198,7 +255,9 @@ async def test_the_tap_measures_each_point_with_its_write(
                 start, {"content": through.first_content_s, "text": through.first_text_s}, carried
             )
 
-        assert await _best(lambda: measured("tap")) <= TOLERANCE_S
-        assert await _best(lambda: measured("client"), TOLERANCE_S + TAP_HOP_S) <= TOLERANCE_S + TAP_HOP_S
+        floor = partial(_bare_floor, paced, "reasoning", {"byte": 0, "content": reasoning, "text": text})
+        assert _within(best := await _best(partial(measured, "tap"), floor)), best
+        hop = TOLERANCE_S + TAP_HOP_S
+        assert _within(best := await _best(partial(measured, "client"), floor, hop), hop), best
         row = tap.usage.to_frame().iloc[-1]
         assert row["first_text_s"] > row["first_content_s"] >= row["first_event_s"] >= row["first_byte_s"] > 0
