@@ -18,6 +18,7 @@ import textwrap
 import time
 import zlib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def _raw_deflate(data: bytes) -> bytes:
 
 
 ENCODERS: dict[str, Callable[[bytes], bytes]] = {
-    "gzip": gzip.compress,
+    "gzip": partial(gzip.compress, mtime=0),  # no clock in the header: the same bytes each time
     "deflate": zlib.compress,  # zlib-wrapped
     "deflate-raw": _raw_deflate,
     "br": stored_brotli,
